@@ -15,31 +15,42 @@ import torch
 from qrag_integrations.config import PositionMode
 
 
-def relative_layout(n: int, picked_ranks: Sequence[int], step: int, span: float) -> np.ndarray:
-    """Positions of ``n`` chunks given the ranks (in document order) of the picked ones.
+def relative_positions_at(
+    ranks: np.ndarray, n: int, picked_ranks: Sequence[int], step: int, span: float
+) -> np.ndarray:
+    """Relative positions of the chunks at ``ranks`` (document order) among ``n`` chunks.
 
-    Each picked chunk opens a new segment; segment ``j`` gets
-    ``j * step + floor(linspace(0, int(span * step), len(segment)))``.
+    Each picked chunk opens a new segment; segment ``j`` of length ``L`` gives its ``i``-th chunk
+    ``j * step + (i * M) // (L - 1)`` with ``M = int(span * step)``, i.e. ``floor`` of the
+    paper's ``linspace(0, M, L)`` computed in exact integer arithmetic. An empty segment (a pick
+    at rank 0, or two adjacent picks) still advances ``j``, as in the reference code.
 
     Args:
+        ranks: int array of ranks in ``[0, n)``.
         n: number of chunks in document order.
-        picked_ranks: ranks in ``[0, n)`` of picked chunks, any order.
+        picked_ranks: ranks of picked chunks, any order.
         step: distance between segments.
         span: fraction of ``step`` a segment spreads over.
 
     Returns:
-        int64 array of shape ``(n,)``.
+        int64 array shaped like ``ranks``.
     """
     max_value = int(span * step)
-    out = np.empty(n, dtype=np.int64)
-    bounds = sorted(set(int(r) for r in picked_ranks)) + [n]
-    start, offset = 0, 0
-    for end in bounds:
-        if end > start:
-            out[start:end] = offset + np.floor(np.linspace(0.0, max_value, end - start))
-            start = end
-        offset += step
-    return out
+    ranks = np.asarray(ranks, dtype=np.int64)
+    bounds = np.array(sorted(set(int(r) for r in picked_ranks)), dtype=np.int64)
+    # segment j covers [starts[j], ends[j]); segment 0 starts at 0, segment j>0 at bounds[j-1]
+    starts = np.concatenate([[0], bounds])
+    ends = np.concatenate([bounds, [n]])
+    seg = np.searchsorted(bounds, ranks, side="right")
+    length = ends[seg] - starts[seg]
+    offset_in = ranks - starts[seg]
+    within = np.where(length > 1, (offset_in * max_value) // np.maximum(length - 1, 1), 0)
+    return seg * step + within
+
+
+def relative_layout(n: int, picked_ranks: Sequence[int], step: int, span: float) -> np.ndarray:
+    """Relative positions of all ``n`` chunks (see :func:`relative_positions_at`)."""
+    return relative_positions_at(np.arange(n), n, picked_ranks, step, span)
 
 
 def relative_runs(
@@ -47,29 +58,25 @@ def relative_runs(
 ) -> list[tuple[int, int, int]]:
     """The relative layout as runs ``(start, stop, position)`` of equal positions.
 
-    Same positions as :func:`relative_layout` without materialising ``n`` values: the number of
-    runs is at most ``(int(span * step) + 1) * (len(picked_ranks) + 1)``.
+    Same positions as :func:`relative_layout` without materialising ``n`` values: there are at
+    most ``(int(span * step) + 1) * (len(picked_ranks) + 1)`` runs.
     """
     max_value = int(span * step)
     runs: list[tuple[int, int, int]] = []
     bounds = sorted(set(int(r) for r in picked_ranks)) + [n]
-    start, offset = 0, 0
-    for end in bounds:
+    start = 0
+    for seg, end in enumerate(bounds):
         length = end - start
-        if length > 0:
-            if length == 1:
-                runs.append((start, end, offset))
-            else:
-                # floor(v * max_value / (length - 1)) == p  <=>  v in [ceil(p*(L-1)/M), ...)
-                values = np.arange(max_value + 1)
-                firsts = np.ceil(values * (length - 1) / max_value).astype(np.int64)
-                firsts = np.append(firsts, length)
-                for p in range(max_value + 1):
-                    a, b = int(firsts[p]), int(min(firsts[p + 1], length))
-                    if b > a:
-                        runs.append((start + a, start + b, offset + p))
-            start = end
-        offset += step
+        if length == 1 or (length > 1 and max_value == 0):
+            runs.append((start, end, seg * step))
+        elif length > 1:
+            for p in range(max_value + 1):
+                # first i with (i * M) // (L - 1) >= p is ceil(p * (L - 1) / M)
+                a = -((-p * (length - 1)) // max_value)
+                b = min(-((-(p + 1) * (length - 1)) // max_value), length)
+                if b > a:
+                    runs.append((start + a, start + b, seg * step + p))
+        start = max(start, end)
     return runs
 
 

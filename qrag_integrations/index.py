@@ -1,0 +1,306 @@
+"""A chunk index: texts, metadata, document ids and order, and their chunk embeddings.
+
+Rows are kept in *document order*: documents in the order they were first added, chunks of a
+document by their ``order``. This global order is what Q-RAG's positions are laid out over.
+Updates never modify arrays in place: ``add`` / ``delete`` build new arrays and swap them in
+under a lock, so a search running in another thread sees one consistent snapshot.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from safetensors.torch import load_file, save_file
+
+from qrag_integrations.atomic import atomic_dir
+from qrag_integrations.errors import IndexMismatchError, QRAGError
+
+INDEX_FORMAT = "qrag-index"
+INDEX_FORMAT_VERSION = 1
+MANIFEST_FILE = "index.json"
+EMBEDDINGS_FILE = "embeddings.safetensors"
+RECORDS_FILE = "records.jsonl"
+
+#: A metadata filter: ``{"key": value}`` (equality), ``{"key": [v1, v2]}`` (any of), or a callable.
+MetadataFilter = Mapping[str, Any] | Callable[[dict[str, Any]], bool]
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """One retrievable unit."""
+
+    id: str
+    """Unique id of the chunk."""
+    text: str
+    """Chunk text."""
+    metadata: dict[str, Any]
+    """User metadata (JSON-serialisable to be saved)."""
+    doc_id: str
+    """Id of the document the chunk comes from."""
+    order: int
+    """Position of the chunk inside its document."""
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """An immutable view of the index used by one search."""
+
+    chunks: tuple[Chunk, ...]
+    embeddings: torch.Tensor
+    """``(N, D)`` unrotated chunk embeddings, rows in document order."""
+
+    def __len__(self) -> int:
+        return len(self.chunks)
+
+    def rows_matching(self, where: MetadataFilter | None) -> np.ndarray | None:
+        """Rows (ascending, so still in document order) whose metadata pass ``where``; ``None``
+        means all rows."""
+        if where is None:
+            return None
+        test = where if callable(where) else _mapping_filter(where)
+        return np.fromiter(
+            (i for i, c in enumerate(self.chunks) if test(c.metadata)), dtype=np.int64
+        )
+
+
+def _mapping_filter(where: Mapping[str, Any]) -> Callable[[dict[str, Any]], bool]:
+    if not isinstance(where, Mapping):
+        raise QRAGError(f"filter must be a mapping or a callable, got {type(where).__name__}")
+    wanted = {k: (list(v) if isinstance(v, (list, tuple, set, frozenset)) else [v]) for k, v in where.items()}
+
+    def test(meta: dict[str, Any]) -> bool:
+        return all(k in meta and meta[k] in values for k, values in wanted.items())
+
+    return test
+
+
+class ChunkIndex:
+    """Chunks with their embeddings, in document order, safe to read while another thread writes."""
+
+    def __init__(self, embedding_dim: int, dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu") -> None:
+        """Create an empty index.
+
+        Args:
+            embedding_dim: size ``D`` of chunk embeddings.
+            dtype: storage dtype of embeddings (``torch.float32`` or ``torch.float16``).
+            device: where embeddings live (``"cpu"``, ``"cuda"``...).
+        """
+        if dtype not in (torch.float32, torch.float16, torch.bfloat16):
+            raise QRAGError(f"index dtype must be float32, float16 or bfloat16, got {dtype}")
+        self.embedding_dim = embedding_dim
+        self.dtype = dtype
+        self.device = torch.device(device)
+        self._lock = threading.Lock()
+        self._doc_rank: dict[str, int] = {}
+        self._snapshot = Snapshot((), torch.empty((0, embedding_dim), dtype=dtype, device=self.device))
+        self._row_of: dict[str, int] = {}
+
+    # -- reading ------------------------------------------------------------------------------
+    def snapshot(self) -> Snapshot:
+        """The current consistent view (cheap: no copy)."""
+        return self._snapshot
+
+    def __len__(self) -> int:
+        return len(self._snapshot)
+
+    def __contains__(self, chunk_id: object) -> bool:
+        return chunk_id in self._row_of
+
+    def get(self, ids: Sequence[str]) -> list[Chunk]:
+        """Chunks by id (unknown ids are skipped)."""
+        snap, rows = self._snapshot, self._row_of
+        return [snap.chunks[rows[i]] for i in ids if i in rows]
+
+    @property
+    def ids(self) -> list[str]:
+        """Chunk ids in document order."""
+        return [c.id for c in self._snapshot.chunks]
+
+    def nbytes(self) -> int:
+        """Bytes held by the search structures (embeddings + order keys), texts excluded."""
+        snap = self._snapshot
+        return snap.embeddings.element_size() * snap.embeddings.nelement() + 16 * len(snap)
+
+    # -- writing ------------------------------------------------------------------------------
+    def add(
+        self,
+        texts: Sequence[str],
+        embeddings: torch.Tensor,
+        metadatas: Sequence[dict[str, Any]] | None = None,
+        ids: Sequence[str] | None = None,
+        doc_ids: Sequence[str] | None = None,
+        orders: Sequence[int] | None = None,
+    ) -> list[str]:
+        """Add chunks whose embeddings are already computed.
+
+        Args:
+            texts: chunk texts.
+            embeddings: ``(len(texts), D)`` unrotated chunk embeddings.
+            metadatas: one dict per chunk (default empty).
+            ids: unique chunk ids (default: random UUIDs); an id already present is an error.
+            doc_ids: document of each chunk (default: one new document per call).
+            orders: order of each chunk inside its document (default: running count per document).
+
+        Returns:
+            The ids of the added chunks.
+        """
+        n = len(texts)
+        metadatas = [dict(m or {}) for m in metadatas] if metadatas is not None else [{} for _ in range(n)]
+        ids = [str(i) for i in ids] if ids is not None else [uuid.uuid4().hex for _ in range(n)]
+        if embeddings.shape != (n, self.embedding_dim):
+            raise IndexMismatchError(
+                f"expected embeddings of shape ({n}, {self.embedding_dim}), got {tuple(embeddings.shape)}"
+            )
+        for name, seq in (("metadatas", metadatas), ("ids", ids)):
+            if len(seq) != n:
+                raise QRAGError(f"{name} has {len(seq)} entries for {n} texts")
+        if len(set(ids)) != n:
+            raise QRAGError("ids must be unique")
+        with self._lock:
+            clash = [i for i in ids if i in self._row_of]
+            if clash:
+                raise QRAGError(f"ids already in the index: {clash[:5]}")
+            if doc_ids is None:
+                doc_ids = [f"doc-{uuid.uuid4().hex}"] * n
+            doc_ids = [str(d) for d in doc_ids]
+            if len(doc_ids) != n:
+                raise QRAGError(f"doc_ids has {len(doc_ids)} entries for {n} texts")
+            old = self._snapshot
+            if orders is None:
+                counts: dict[str, int] = {}
+                for c in old.chunks:
+                    counts[c.doc_id] = max(counts.get(c.doc_id, 0), c.order + 1)
+                orders_list = []
+                for d in doc_ids:
+                    orders_list.append(counts.get(d, 0))
+                    counts[d] = orders_list[-1] + 1
+            else:
+                orders_list = [int(o) for o in orders]
+                if len(orders_list) != n:
+                    raise QRAGError(f"orders has {len(orders_list)} entries for {n} texts")
+            for d in doc_ids:
+                self._doc_rank.setdefault(d, len(self._doc_rank))
+            new = [
+                Chunk(i, t, m, d, o)
+                for i, t, m, d, o in zip(ids, texts, metadatas, doc_ids, orders_list)
+            ]
+            chunks = list(old.chunks) + new
+            emb = torch.cat([old.embeddings, embeddings.to(self.device, self.dtype)])
+            keys = [(self._doc_rank[c.doc_id], c.order) for c in chunks]
+            if any(keys[i] > keys[i + 1] for i in range(len(keys) - 1)):
+                perm = sorted(range(len(chunks)), key=keys.__getitem__)
+                chunks = [chunks[i] for i in perm]
+                emb = emb[torch.tensor(perm, device=self.device)]
+            self._swap(Snapshot(tuple(chunks), emb))
+        return ids
+
+    def delete(self, ids: Sequence[str]) -> int:
+        """Remove chunks by id; unknown ids are ignored. Returns how many were removed."""
+        with self._lock:
+            old = self._snapshot
+            drop = {self._row_of[i] for i in ids if i in self._row_of}
+            if not drop:
+                return 0
+            keep = [r for r in range(len(old)) if r not in drop]
+            emb = old.embeddings[torch.tensor(keep, dtype=torch.long, device=self.device)]
+            self._swap(Snapshot(tuple(old.chunks[r] for r in keep), emb))
+            return len(drop)
+
+    def _swap(self, snap: Snapshot) -> None:
+        self._row_of = {c.id: r for r, c in enumerate(snap.chunks)}
+        self._snapshot = snap
+
+    # -- persistence --------------------------------------------------------------------------
+    def save(self, path: str | os.PathLike[str], extra: dict[str, Any] | None = None) -> None:
+        """Write the index folder atomically (embeddings as safetensors, records as JSON lines).
+
+        Raises:
+            QRAGError: when a metadata value is not JSON-serialisable (nothing is written).
+        """
+        snap = self._snapshot
+        manifest = {
+            "format": INDEX_FORMAT,
+            "format_version": INDEX_FORMAT_VERSION,
+            "embedding_dim": self.embedding_dim,
+            "dtype": str(self.dtype).removeprefix("torch."),
+            "size": len(snap),
+            "doc_rank": self._doc_rank,
+            **(extra or {}),
+        }
+        try:
+            lines = [
+                json.dumps({"id": c.id, "text": c.text, "metadata": c.metadata, "doc_id": c.doc_id, "order": c.order}, ensure_ascii=False)
+                for c in snap.chunks
+            ]
+        except TypeError as exc:
+            raise QRAGError(f"chunk metadata must be JSON-serialisable to save the index: {exc}") from exc
+        with atomic_dir(path) as tmp:
+            save_file({"embeddings": snap.embeddings.detach().to("cpu").contiguous()}, str(tmp / EMBEDDINGS_FILE))
+            (tmp / RECORDS_FILE).write_text("\n".join(lines) + ("\n" if lines else ""), encoding="utf-8")
+            (tmp / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+
+    @staticmethod
+    def read_manifest(path: str | os.PathLike[str]) -> dict[str, Any]:
+        """The ``index.json`` of a saved index, checked."""
+        file = Path(path) / MANIFEST_FILE
+        try:
+            manifest = json.loads(file.read_text(encoding="utf-8"))
+        except FileNotFoundError as exc:
+            raise QRAGError(f"{path} is not a saved index: {MANIFEST_FILE} is missing") from exc
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise QRAGError(f"corrupt {file}: {exc}") from exc
+        if not isinstance(manifest, dict) or manifest.get("format") != INDEX_FORMAT:
+            raise QRAGError(f"{file} is not a {INDEX_FORMAT} manifest")
+        if manifest.get("format_version", 0) > INDEX_FORMAT_VERSION:
+            raise QRAGError(f"{file}: format_version {manifest.get('format_version')} is newer than this library")
+        return manifest
+
+    @classmethod
+    def load(
+        cls, path: str | os.PathLike[str], expected_dim: int | None = None, device: str | torch.device = "cpu"
+    ) -> "ChunkIndex":
+        """Load an index folder written by :meth:`save` (no pickle).
+
+        Raises:
+            IndexMismatchError: embedding size differs from ``expected_dim``.
+            QRAGError: missing or corrupt files.
+        """
+        path = Path(path)
+        manifest = cls.read_manifest(path)
+        dim = int(manifest["embedding_dim"])
+        if expected_dim is not None and dim != expected_dim:
+            raise IndexMismatchError(
+                f"the index at {path} holds {dim}-dimensional embeddings but the model makes "
+                f"{expected_dim}-dimensional ones; rebuild the index with this model"
+            )
+        try:
+            emb = load_file(str(path / EMBEDDINGS_FILE))["embeddings"]
+        except FileNotFoundError as exc:
+            raise QRAGError(f"{path / EMBEDDINGS_FILE} is missing") from exc
+        except Exception as exc:
+            raise QRAGError(f"corrupt {path / EMBEDDINGS_FILE}: {exc}") from exc
+        try:
+            records = [json.loads(line) for line in (path / RECORDS_FILE).read_text(encoding="utf-8").splitlines() if line]
+        except FileNotFoundError as exc:
+            raise QRAGError(f"{path / RECORDS_FILE} is missing") from exc
+        except json.JSONDecodeError as exc:
+            raise QRAGError(f"corrupt {path / RECORDS_FILE}: {exc}") from exc
+        if emb.shape != (len(records), dim) or len(records) != manifest.get("size"):
+            raise QRAGError(
+                f"{path}: {len(records)} records, embeddings {tuple(emb.shape)}, manifest size "
+                f"{manifest.get('size')} do not agree"
+            )
+        index = cls(dim, dtype=getattr(torch, manifest.get("dtype", "float32")), device=device)
+        index._doc_rank = {str(k): int(v) for k, v in manifest.get("doc_rank", {}).items()}
+        chunks = tuple(Chunk(r["id"], r["text"], r.get("metadata", {}), r["doc_id"], int(r["order"])) for r in records)
+        index._swap(Snapshot(chunks, emb.to(index.device, index.dtype)))
+        return index

@@ -1,0 +1,246 @@
+"""Q-RAG multi-step search over a :class:`~qrag_integrations.index.ChunkIndex` (no framework code).
+
+Each step embeds the state text (question + picked chunks), scores every available chunk with
+``Q = <E_s(s), R(p) E_a(a)>`` at the positions laid out around the current picks, and picks the
+arg-max. Because ``R`` is a rotation, ``<s, R(p) a> = <R(-p) s, a>``: the search rotates the
+*state* once per run of chunks sharing a position (relative/none modes) and scans the stored,
+unrotated embeddings with plain matrix products, block by block.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from qrag_integrations.config import PositionMode
+from qrag_integrations.errors import QRAGError
+from qrag_integrations.index import Chunk, ChunkIndex, MetadataFilter, Snapshot
+from qrag_integrations.model import QRAGModel
+from qrag_integrations.positions import layout_runs, relative_positions_at, rotate
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One picked chunk."""
+
+    chunk: Chunk
+    """The chunk."""
+    step: int
+    """Search step (1-based) at which it was picked."""
+    q_value: float
+    """Q-value of the pick, ``Q1 + Q2``."""
+    position: int
+    """Position the chunk had when it was picked."""
+
+
+@dataclass
+class SearchSettings:
+    """How the multi-step search runs."""
+
+    block_size: int = 65536
+    """Rows scored per matrix product; bounds temporary memory to ``block_size * batch`` floats."""
+    faiss_candidates: int | None = None
+    """If set, each step first takes this many candidates by FAISS inner product on unrotated
+    embeddings, then re-scores them exactly with positions (approximate, for very large indexes)."""
+    faiss_min_size: int = 200_000
+    """FAISS pre-selection is used only for indexes at least this big."""
+    faiss_factory: str = "Flat"
+    """``faiss.index_factory`` string of the candidate index (``"Flat"``, ``"HNSW32"``, ...)."""
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Reserved for forward-compatible settings."""
+
+
+def _score_dtype(emb: torch.Tensor) -> torch.dtype:
+    # Half-precision matmul is slow or missing on CPU: upcast blocks there.
+    return torch.float32 if emb.device.type == "cpu" else emb.dtype
+
+
+class MultiStepSearcher:
+    """Runs Q-RAG's greedy multi-step search for one model over one index."""
+
+    def __init__(self, model: QRAGModel, index: ChunkIndex, settings: SearchSettings | None = None) -> None:
+        if model.embedding_dim != index.embedding_dim:
+            raise QRAGError(
+                f"model embedding size {model.embedding_dim} != index embedding size {index.embedding_dim}"
+            )
+        self.model = model
+        self.index = index
+        self.settings = settings or SearchSettings()
+        self._faiss_lock = threading.Lock()
+        self._faiss: tuple[int, Any] | None = None  # (id of the snapshot it was built for, index)
+
+    # -- public -------------------------------------------------------------------------------
+    def search(
+        self,
+        queries: Sequence[str],
+        k: int,
+        stop_threshold: float | None = None,
+        where: MetadataFilter | None = None,
+    ) -> list[list[Hit]]:
+        """Search several questions at once.
+
+        Args:
+            queries: question texts.
+            k: maximum number of steps (= chunks returned per question).
+            stop_threshold: stop a question's search before a pick whose Q-value is below this.
+            where: metadata filter; only matching chunks are candidates (positions are laid out
+                over the matching chunks, which then form the "document").
+
+        Returns:
+            For each question, its hits in pick order: ``min(k, candidates)`` of them, fewer when
+            ``stop_threshold`` stops early.
+        """
+        if k < 1:
+            raise QRAGError(f"k must be >= 1, got {k}")
+        snap = self.index.snapshot()
+        rows = snap.rows_matching(where)
+        emb = snap.embeddings if rows is None else snap.embeddings[torch.from_numpy(rows).to(snap.embeddings.device)]
+        n = emb.shape[0]
+        results: list[list[Hit]] = [[] for _ in queries]
+        if n == 0 or not queries:
+            return results
+        steps = min(k, n)
+        picked: list[list[int]] = [[] for _ in queries]  # local ranks in pick order
+        active = list(range(len(queries)))
+        use_faiss = (
+            self.settings.faiss_candidates is not None
+            and rows is None
+            and n >= self.settings.faiss_min_size
+        )
+        for step in range(1, steps + 1):
+            if not active:
+                break
+            texts = [self._state_text(queries[b], snap, rows, picked[b]) for b in active]
+            with torch.inference_mode():
+                states = self.model.embed_states(texts).to(torch.float32)
+            if use_faiss:
+                best = [self._best_faiss(snap, states[i], picked[b], n) for i, b in enumerate(active)]
+            elif step == 1:
+                best = self._best_shared_layout(emb, states, n)
+            else:
+                best = [self._best_one(emb, states[i], picked[b], n) for i, b in enumerate(active)]
+            still = []
+            for (rank, q, pos), b in zip(best, active):
+                if stop_threshold is not None and q < stop_threshold:
+                    continue
+                picked[b].append(rank)
+                row = rank if rows is None else int(rows[rank])
+                results[b].append(Hit(snap.chunks[row], step, q, pos))
+                still.append(b)
+            active = still
+        return results
+
+    # -- helpers ------------------------------------------------------------------------------
+    def _state_text(self, query: str, snap: Snapshot, rows: np.ndarray | None, picked: list[int]) -> str:
+        to_row = (lambda r: r) if rows is None else (lambda r: int(rows[r]))
+        return self.model.state_text(
+            query, [snap.chunks[to_row(r)].text for r in picked], picked_order=picked
+        )
+
+    def _positions(self, ranks: np.ndarray, n: int, picked: list[int]) -> np.ndarray:
+        cfg = self.model.config
+        if cfg.position_mode is PositionMode.RELATIVE:
+            return relative_positions_at(ranks, n, picked, cfg.relative_step, cfg.relative_span)
+        if cfg.position_mode is PositionMode.ABSOLUTE:
+            return np.asarray(ranks, dtype=np.int64)
+        return np.zeros(len(ranks), dtype=np.int64)
+
+    def _runs(self, n: int, picked: list[int]) -> list[tuple[int, int, int]] | None:
+        cfg = self.model.config
+        return layout_runs(cfg.position_mode, n, picked, cfg.relative_step, cfg.relative_span)
+
+    def _rotated_states(self, states: torch.Tensor, positions: list[int]) -> torch.Tensor:
+        """``(R, B, D)``: every state rotated by ``-p`` for each run position ``p``."""
+        pos = torch.tensor(positions, device=states.device).view(-1, 1).expand(-1, states.shape[0])
+        return rotate(states.unsqueeze(0).expand(len(positions), -1, -1), pos, self.model.config.rope_theta, inverse=True)
+
+    def _best_shared_layout(self, emb: torch.Tensor, states: torch.Tensor, n: int) -> list[tuple[int, float, int]]:
+        """First step: no picks, so every question shares one layout; one pass serves the batch."""
+        runs = self._runs(n, [])
+        if runs is None:
+            return [self._best_one(emb, states[i], [], n) for i in range(states.shape[0])]
+        rotated = self._rotated_states(states, [p for _, _, p in runs])
+        dtype = _score_dtype(emb)
+        best_q = torch.full((states.shape[0],), -torch.inf, device=states.device)
+        best_rank = torch.zeros(states.shape[0], dtype=torch.long, device=states.device)
+        best_pos = torch.zeros(states.shape[0], dtype=torch.long, device=states.device)
+        for (a, b, p), rot in zip(runs, rotated):
+            rot = rot.to(dtype)
+            for lo in range(a, b, self.settings.block_size):
+                hi = min(b, lo + self.settings.block_size)
+                scores = (emb[lo:hi].to(dtype) @ rot.T).float()  # (rows, B)
+                q, r = scores.max(0)
+                better = q > best_q
+                best_q = torch.where(better, q, best_q)
+                best_rank = torch.where(better, r + lo, best_rank)
+                best_pos = torch.where(better, torch.full_like(best_pos, p), best_pos)
+        return [(int(r), float(q), int(p)) for r, q, p in zip(best_rank, best_q, best_pos)]
+
+    def _best_one(self, emb: torch.Tensor, state: torch.Tensor, picked: list[int], n: int) -> tuple[int, float, int]:
+        """Best available chunk for one question given its picks."""
+        runs = self._runs(n, picked)
+        dtype = _score_dtype(emb)
+        taken = torch.tensor(sorted(picked), dtype=torch.long, device=emb.device)
+        best: tuple[int, float, int] = (-1, -float("inf"), 0)
+        if runs is None:  # absolute: every chunk has its own position, rotate the chunks instead
+            for lo in range(0, n, self.settings.block_size):
+                hi = min(n, lo + self.settings.block_size)
+                pos = torch.arange(lo, hi, device=emb.device)
+                scores = rotate(emb[lo:hi].float(), pos, self.model.config.rope_theta) @ state
+                best = self._update_best(best, scores, lo, taken, lambda r: r)
+            return best
+        rotated = self._rotated_states(state.unsqueeze(0), [p for _, _, p in runs])[:, 0]
+        for (a, b, p), rot in zip(runs, rotated):
+            rot = rot.to(dtype)
+            for lo in range(a, b, self.settings.block_size):
+                hi = min(b, lo + self.settings.block_size)
+                scores = (emb[lo:hi].to(dtype) @ rot).float()
+                best = self._update_best(best, scores, lo, taken, lambda r, p=p: p)
+        return best
+
+    @staticmethod
+    def _update_best(best, scores: torch.Tensor, lo: int, taken: torch.Tensor, pos_of) -> tuple[int, float, int]:
+        if taken.numel():
+            local = taken[(taken >= lo) & (taken < lo + scores.shape[0])] - lo
+            if local.numel():
+                scores = scores.index_fill(0, local, -torch.inf)
+        q, r = scores.max(0)
+        q_f = float(q)
+        if q_f > best[1]:
+            rank = int(r) + lo
+            return rank, q_f, int(pos_of(rank))
+        return best
+
+    def _best_faiss(self, snap: Snapshot, state: torch.Tensor, picked: list[int], n: int) -> tuple[int, float, int]:
+        """Candidates by FAISS inner product (unrotated), then exact Q with positions."""
+        index = self._faiss_index(snap)
+        want = min(n, self.settings.faiss_candidates + len(picked))  # type: ignore[operator]
+        _, cand = index.search(state.detach().cpu().numpy()[None].astype(np.float32), want)
+        cand = np.array([c for c in cand[0] if c >= 0 and c not in set(picked)], dtype=np.int64)
+        if cand.size == 0:
+            return self._best_one(snap.embeddings, state, picked, n)
+        positions = self._positions(cand, n, picked)
+        sub = snap.embeddings[torch.from_numpy(cand).to(snap.embeddings.device)].float()
+        pos_t = torch.from_numpy(positions).to(sub.device)
+        scores = self.model.rotate_chunks(sub, pos_t) @ state
+        i = int(scores.argmax())
+        return int(cand[i]), float(scores[i]), int(positions[i])
+
+    def _faiss_index(self, snap: Snapshot) -> Any:
+        with self._faiss_lock:
+            if self._faiss is not None and self._faiss[0] == id(snap.embeddings):
+                return self._faiss[1]
+            import faiss
+
+            vectors = snap.embeddings.detach().float().cpu().numpy()
+            index = faiss.index_factory(vectors.shape[1], self.settings.faiss_factory, faiss.METRIC_INNER_PRODUCT)
+            if not index.is_trained:
+                index.train(vectors)
+            index.add(vectors)
+            self._faiss = (id(snap.embeddings), index)
+            return index
