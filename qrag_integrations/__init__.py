@@ -7,6 +7,9 @@ from qrag_integrations.config import PositionMode, QRAGConfig, StateOrder
 from qrag_integrations.errors import CheckpointError, IndexMismatchError, QRAGError
 from qrag_integrations.model import QRAGModel
 from qrag_integrations.reference_import import import_reference_checkpoint
+from qrag_integrations.retriever import QRAGRetriever
+from qrag_integrations.index import ChunkIndex
+from qrag_integrations.search import Hit, MultiStepSearcher, SearchSettings
 
 __all__ = [
     "CheckpointError",
@@ -15,6 +18,11 @@ __all__ = [
     "QRAGConfig",
     "QRAGError",
     "QRAGModel",
+    "QRAGRetriever",
+    "ChunkIndex",
+    "Hit",
+    "MultiStepSearcher",
+    "SearchSettings",
     "StateOrder",
     "__version__",
     "import_reference_checkpoint",
