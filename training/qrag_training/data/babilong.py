@@ -1,0 +1,110 @@
+"""BabiLong-style episodes: a bAbI story hidden, in order, inside long noise text.
+
+Length follows the paper's scale of 40 sentences per 1K tokens (40,000 sentences per 1M
+tokens), i.e. :data:`TOKENS_PER_SENTENCE` = 25 tokens per sentence, so an episode of
+``target_tokens`` has ``max(len(story), round(target_tokens / 25))`` chunks of one sentence
+each. The story sentences (supporting facts and the other, distracting, facts) keep their
+order and go to uniformly random positions; the rest are consecutive noise sentences.
+"""
+
+from __future__ import annotations
+
+import random
+
+from qrag_training.data.babi import BabiSample, generate_babi
+from qrag_training.data.episode import Episode
+from qrag_training.data.noise import MIXED, NoiseSource
+
+TOKENS_PER_SENTENCE = 25
+SOURCE_NAME = "babilong"
+
+
+def tokens_to_sentences(tokens: int) -> int:
+    """Count the sentences in a haystack of ``tokens`` tokens at the paper's scale.
+
+    Args:
+        tokens: Target length in tokens.
+
+    Returns:
+        ``round(tokens / 25)``, at least 1 (1K tokens -> 40, 1M tokens -> 40,000).
+    """
+    return max(1, round(tokens / TOKENS_PER_SENTENCE))
+
+
+def make_babilong_episode(
+    sample: BabiSample,
+    noise: NoiseSource,
+    target_tokens: int,
+    rng: random.Random,
+    episode_id: str = "",
+) -> Episode:
+    """Hide a bAbI story inside noise sentences.
+
+    Args:
+        sample: The bAbI sample.
+        noise: Where the noise sentences come from.
+        target_tokens: Target context length in tokens (25 tokens per sentence).
+        rng: Random generator for the fact positions and the noise passage.
+        episode_id: Id of the episode.
+
+    Returns:
+        An episode whose chunks are single sentences and whose support holds the new
+        positions of the sample's supporting facts. ``meta`` records the task, the target
+        length and ``story_positions`` (the position of every story sentence).
+    """
+    n_story = len(sample.story)
+    n_chunks = max(n_story, tokens_to_sentences(target_tokens))
+    positions = sorted(rng.sample(range(n_chunks), n_story))
+    filler = iter(noise.sample(n_chunks - n_story, rng))
+    at = dict(zip(positions, sample.story, strict=True))
+    chunks = [at[i] if i in at else next(filler) for i in range(n_chunks)]
+    return Episode(
+        id=episode_id,
+        question=sample.question,
+        chunks=chunks,
+        support=[positions[i] for i in sample.supporting],
+        answer=sample.answer,
+        meta={
+            "source": SOURCE_NAME,
+            "task": sample.task,
+            "target_tokens": target_tokens,
+            "story_positions": positions,
+            "noise": noise.kind,
+        },
+    )
+
+
+def babilong_dataset(
+    task: str,
+    n: int,
+    target_tokens: int,
+    seed: int,
+    noise_kind: str = MIXED,
+    story_len: tuple[int, int] | None = None,
+) -> list[Episode]:
+    """Generate BabiLong-style episodes.
+
+    Args:
+        task: bAbI task, "qa1".."qa5".
+        n: Number of episodes.
+        target_tokens: Context length in tokens (e.g. 4000 -> 160 sentences).
+        seed: Random seed; the same arguments always give the same episodes.
+        noise_kind: "shakespeare", "bible" or "mixed".
+        story_len: (min, max) story sentences, default per task (see ``generate_babi``).
+
+    Returns:
+        ``n`` episodes with ids ``babilong-<task>-<target_tokens>-<seed>-<i>``.
+    """
+    samples = generate_babi(task, n, seed, story_len)
+    noise = NoiseSource(noise_kind, seed)
+    rng = random.Random(f"{SOURCE_NAME}-{task}-{target_tokens}-{seed}")
+    return [
+        make_babilong_episode(
+            s,
+            noise,
+            target_tokens,
+            rng,
+            episode_id=f"{SOURCE_NAME}-{task}-{target_tokens}-{seed}-{i}",
+        )
+        for i, s in enumerate(samples)
+    ]
