@@ -1,0 +1,100 @@
+"""Run checkpoints: model folders plus a resumable training state, written atomically, no pickle.
+
+``out_dir/last`` and ``out_dir/best`` are ordinary Q-RAG checkpoint folders
+(:func:`qrag_integrations.load_model` reads them) with two additions:
+
+* ``train_config.yaml``: the resolved training config (also stored in ``QRAGConfig.extra``);
+* ``train_state/`` (``last`` only), everything else needed to continue the run:
+
+  - ``state.json``: counters, schedule, best metric, data-stream position, python / numpy RNGs;
+  - ``tensors.safetensors``: target encoders (trained part) and torch / CUDA RNG states;
+  - ``optimizer.pt``: the AdamW state dict, written with ``torch.save`` and read back with
+    ``torch.load(weights_only=True)`` (plain tensors and numbers only; no code is unpickled).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from safetensors.torch import load_file, save_file
+
+from qrag_integrations.atomic import atomic_dir, write_json_atomic
+from qrag_integrations.model import QRAGModel
+
+STATE_DIR = "train_state"
+STATE_JSON = "state.json"
+TENSORS_FILE = "tensors.safetensors"
+OPTIMIZER_FILE = "optimizer.pt"
+CONFIG_YAML = "train_config.yaml"
+STATE_FORMAT_VERSION = 1
+
+
+def rng_state() -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
+    """Global RNG states: JSON-able python / numpy parts and torch tensors."""
+    version, internal, gauss = random.getstate()
+    np_state = np.random.get_state(legacy=False)
+    np_json = dict(np_state)
+    np_json["state"] = {"key": np_state["state"]["key"].tolist(), "pos": int(np_state["state"]["pos"])}
+    tensors = {"rng_torch": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        for i, s in enumerate(torch.cuda.get_rng_state_all()):
+            tensors[f"rng_cuda_{i}"] = s
+    return {"python": [version, list(internal), gauss], "numpy": np_json}, tensors
+
+
+def set_rng_state(data: dict[str, Any], tensors: dict[str, torch.Tensor]) -> None:
+    """Inverse of :func:`rng_state`."""
+    version, internal, gauss = data["python"]
+    random.setstate((version, tuple(internal), gauss))
+    np_state = dict(data["numpy"])
+    np_state["state"] = {
+        "key": np.asarray(np_state["state"]["key"], dtype=np.uint32),
+        "pos": int(np_state["state"]["pos"]),
+    }
+    np.random.set_state(np_state)
+    torch.set_rng_state(tensors["rng_torch"])
+    cuda = [tensors[k] for k in sorted(tensors) if k.startswith("rng_cuda_")]
+    if cuda and torch.cuda.is_available() and len(cuda) == torch.cuda.device_count():
+        torch.cuda.set_rng_state_all(cuda)
+
+
+def save_run_checkpoint(
+    path: Path,
+    model: QRAGModel,
+    config_yaml: str,
+    card_notes: str = "",
+    state: dict[str, Any] | None = None,
+    tensors: dict[str, torch.Tensor] | None = None,
+    optimizer_state: dict[str, Any] | None = None,
+) -> None:
+    """Write a checkpoint folder (and, if ``state`` is given, the training state) atomically."""
+    with atomic_dir(path) as tmp:
+        model.save_pretrained(str(tmp), card_notes=card_notes)
+        (tmp / CONFIG_YAML).write_text(config_yaml, encoding="utf-8")
+        if state is not None:
+            sdir = tmp / STATE_DIR
+            sdir.mkdir()
+            write_json_atomic(sdir / STATE_JSON, {"format_version": STATE_FORMAT_VERSION, **state})
+            save_file({k: v.contiguous() for k, v in (tensors or {}).items()}, str(sdir / TENSORS_FILE))
+            torch.save(optimizer_state or {}, sdir / OPTIMIZER_FILE)
+
+
+def has_train_state(path: Path) -> bool:
+    """Whether ``path`` holds a resumable training state."""
+    return (path / STATE_DIR / STATE_JSON).is_file()
+
+
+def load_train_state(path: Path, device: str | torch.device = "cpu") -> tuple[dict[str, Any], dict[str, torch.Tensor], dict[str, Any]]:
+    """Read ``(state, tensors, optimizer_state)`` from a checkpoint folder's ``train_state``."""
+    sdir = path / STATE_DIR
+    state = json.loads((sdir / STATE_JSON).read_text(encoding="utf-8"))
+    if state.get("format_version") != STATE_FORMAT_VERSION:
+        raise ValueError(f"{sdir}: unsupported training-state version {state.get('format_version')!r}")
+    tensors = load_file(str(sdir / TENSORS_FILE))
+    optimizer_state = torch.load(sdir / OPTIMIZER_FILE, map_location=device, weights_only=True)
+    return state, tensors, optimizer_state

@@ -1,0 +1,437 @@
+"""PQN-style value learning for Q-RAG: soft-greedy acting, Q(lambda) targets, twin-head loss.
+
+No replay buffer: ``B`` environments step in parallel for ``T`` steps, the rollout's Q(lambda)
+returns are computed backwards from soft values of *target* networks recorded while acting, and
+one regression step is taken on the rollout (gradients may be accumulated over several).
+
+* Acting: the online model under ``torch.no_grad``; ``softmax((Q - max Q) / alpha)`` over the
+  top-``k`` available chunks; uniform over available chunks for the first ``learning_start``
+  environment steps.
+* Values: ``V(s) = sum_h alpha * logsumexp(Q_h(s, .) / alpha)`` over the top-``k`` available
+  chunks of each head ``h``, from the target state encoder and target chunk embeddings.
+* Loss: ``0.5 * MSE(2 Q1, G) + 0.5 * MSE(2 Q2, G)`` with ``Q`` recomputed with gradient through
+  both encoders (state text re-encoded, taken chunk re-embedded and rotated by its position at
+  that step).
+* Optimiser: AdamW, gradient clipping, linear warm-up then linear decay; ``alpha`` follows the
+  learning rate (``alpha * lr_t / lr``, floored at ``alpha_min``); Polyak target updates with rate
+  ``tau`` after each optimiser step.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from qrag_integrations.encoder import MeanPoolEncoder
+from qrag_integrations.model import QRAGModel
+from qrag_training.env import FinalObservation, VectorEnv
+from qrag_training.returns import q_lambda_returns
+
+
+@dataclass
+class PQNConfig:
+    """Hyperparameters of the PQN learner (defaults: the paper's BabiLong / contriever run)."""
+
+    gamma: float = 0.99
+    """Discount."""
+    lam: float = 0.65
+    """Lambda of the Q(lambda) returns."""
+    alpha: float = 0.01
+    """Temperature of the soft-greedy policy and of the soft values, at full learning rate."""
+    alpha_min: float = 1e-4
+    """Floor of the annealed temperature (it follows the learning rate, which starts near 0)."""
+    tau: float = 0.1
+    """Polyak rate of the target encoders, applied after every optimiser step."""
+    lr: float = 5e-5
+    """Peak learning rate of AdamW."""
+    betas: tuple[float, float] = (0.9, 0.98)
+    """AdamW betas."""
+    eps: float = 1e-6
+    """AdamW epsilon."""
+    weight_decay: float = 0.01
+    """AdamW weight decay."""
+    max_grad_norm: float = 2.0
+    """Gradient clipping norm."""
+    warmup: int = 1000
+    """Optimiser steps of linear learning-rate warm-up."""
+    total_updates: int = 50_000
+    """Optimiser steps of the whole run; the learning rate decays linearly to
+    ``final_lr_ratio * lr`` at this step."""
+    final_lr_ratio: float = 0.0
+    """Learning-rate fraction left at ``total_updates``."""
+    top_k: int = 5
+    """The soft-greedy policy and the soft values use only the top-k available chunks."""
+    accumulate_grads: int = 1
+    """Rollouts (backward passes) per optimiser step."""
+    learning_start: int = 400
+    """Environment transitions at the start of training acted uniformly at random."""
+    micro_batch: int | None = None
+    """Split a rollout's loss into pieces of this many transitions (same gradient, less memory)."""
+    dropout: bool = True
+    """Encoders in training mode (dropout on) for the loss forward; acting is always in eval mode."""
+    embed_batch_size: int = 128
+    """Chunks per forward pass when embedding the chunks of new episodes."""
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Unused; room for experiment notes."""
+
+    def __post_init__(self) -> None:
+        self.betas = (float(self.betas[0]), float(self.betas[1]))
+        if self.accumulate_grads < 1:
+            raise ValueError(f"accumulate_grads must be >= 1, got {self.accumulate_grads}")
+        if self.top_k < 1:
+            raise ValueError(f"top_k must be >= 1, got {self.top_k}")
+        if not 0.0 <= self.lam <= 1.0:
+            raise ValueError(f"lam must be in [0, 1], got {self.lam}")
+        if self.alpha_min <= 0 or self.alpha <= 0:
+            raise ValueError("alpha and alpha_min must be > 0")
+
+
+# -- pure helpers ---------------------------------------------------------------------------------
+def _masked_top_k(q: torch.Tensor, mask: torch.Tensor, k: int) -> torch.Tensor:
+    """``(B, N)`` bool: the top-``k`` available entries of each row."""
+    masked = q.masked_fill(~mask, float("-inf"))
+    k = min(k, q.shape[-1])
+    idx = masked.topk(k, dim=-1).indices
+    top = torch.zeros_like(mask).scatter_(-1, idx, True)
+    return top & mask
+
+
+def soft_greedy_probs(q: torch.Tensor, mask: torch.Tensor, alpha: float, top_k: int) -> torch.Tensor:
+    """Policy ``softmax((Q - max Q) / alpha)`` restricted to the top-k available chunks.
+
+    Args:
+        q: ``(B, N)`` Q-values (``Q1 + Q2``).
+        mask: ``(B, N)`` bool, available chunks; every row needs at least one.
+        alpha: temperature.
+        top_k: size of the candidate set.
+
+    Returns:
+        ``(B, N)`` float32 probabilities, zero outside the candidate set.
+    """
+    q = q.to(torch.float32)
+    keep = _masked_top_k(q, mask, top_k)
+    logits = (q - q.masked_fill(~keep, float("-inf")).amax(-1, keepdim=True)) / alpha
+    return logits.masked_fill(~keep, float("-inf")).softmax(-1)
+
+
+def uniform_probs(mask: torch.Tensor) -> torch.Tensor:
+    """Uniform distribution over the available chunks of each row."""
+    m = mask.to(torch.float32)
+    return m / m.sum(-1, keepdim=True).clamp(min=1.0)
+
+
+def sample_actions(probs: torch.Tensor, rng: np.random.Generator) -> np.ndarray:
+    """One index per row of ``probs`` drawn with a numpy generator (device-independent)."""
+    p = probs.detach().to("cpu", torch.float64).numpy()
+    cum = np.cumsum(p, axis=-1)
+    u = rng.random(p.shape[0]) * cum[:, -1]
+    actions = (cum < u[:, None]).sum(-1)
+    # Guard against rounding at the upper end: never return a zero-probability index.
+    last = np.array([np.flatnonzero(row > 0)[-1] for row in p])
+    return np.minimum(actions, last).astype(np.int64)
+
+
+def soft_values(
+    q1: torch.Tensor, q2: torch.Tensor, mask: torch.Tensor, alpha: float, top_k: int
+) -> torch.Tensor:
+    """``V = sum_h alpha * logsumexp(Q_h / alpha)`` over each head's top-k available chunks.
+
+    Rows without any available chunk get 0 (such states only follow terminations).
+    """
+    out = torch.zeros(q1.shape[0], dtype=torch.float32, device=q1.device)
+    any_left = mask.any(-1)
+    for q in (q1.to(torch.float32), q2.to(torch.float32)):
+        keep = _masked_top_k(q, mask, top_k)
+        v = alpha * torch.logsumexp(q.masked_fill(~keep, float("-inf")) / alpha, dim=-1)
+        out = out + torch.where(any_left, v, torch.zeros_like(v))
+    return out
+
+
+def lr_factor(update: int, warmup: int, total: int, final_ratio: float = 0.0) -> float:
+    """Learning-rate multiplier for optimiser step ``update`` (0-based): linear warm-up from
+    ``1 / warmup`` to 1 over ``warmup`` steps, then linear decay to ``final_ratio`` at ``total``."""
+    if warmup > 0 and update < warmup:
+        return (update + 1) / warmup
+    span = max(1, total - warmup)
+    return max(final_ratio, 1.0 - (1.0 - final_ratio) * (update - warmup) / span)
+
+
+@dataclass
+class Rollout:
+    """``T`` lock-steps of ``B`` environments (time-major)."""
+
+    state_texts: list[list[str]]
+    """``[T][B]`` state text each action was taken in."""
+    action_texts: list[list[str]]
+    """``[T][B]`` text of the picked chunk."""
+    action_positions: torch.Tensor
+    """``(T, B)`` position of the picked chunk at the time it was picked."""
+    rewards: torch.Tensor
+    terminated: torch.Tensor
+    truncated: torch.Tensor
+    next_values: torch.Tensor
+    """``(T, B)`` target soft value of each transition's true next state."""
+    q_taken: torch.Tensor
+    """``(T, B)`` online ``Q1 + Q2`` of the taken action (NaN while acting at random)."""
+    episode_returns: list[float] = field(default_factory=list)
+    """Returns of the episodes that ended during the rollout."""
+    episode_solved: list[bool] = field(default_factory=list)
+    """For those episodes: all supporting facts picked."""
+
+
+class PQNAgent:
+    """Online Q-RAG model, its target encoders, optimiser and schedule."""
+
+    def __init__(self, model: QRAGModel, config: PQNConfig, seed: int = 0) -> None:
+        self.model = model
+        self.config = config
+        self.target_state: MeanPoolEncoder = copy.deepcopy(model.state_encoder).requires_grad_(False).eval()
+        self.target_chunk: MeanPoolEncoder = copy.deepcopy(model.chunk_encoder).requires_grad_(False).eval()
+        self.params = [p for p in model.parameters() if p.requires_grad]
+        if not self.params:
+            raise ValueError("the model has no trainable parameters")
+        self.optimizer = torch.optim.AdamW(
+            self.params, lr=config.lr, betas=config.betas, eps=config.eps, weight_decay=config.weight_decay
+        )
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
+            self.optimizer,
+            lambda u: lr_factor(u, config.warmup, config.total_updates, config.final_lr_ratio),
+        )
+        self.rng = np.random.default_rng(seed)
+        self.updates = 0
+        """Optimiser steps taken."""
+        self.backward_passes = 0
+        """Rollouts learned from (``accumulate_grads`` per optimiser step)."""
+        self.env_steps = 0
+        """Environment transitions collected."""
+        self.alpha = self._annealed_alpha()
+
+    # -- schedule -------------------------------------------------------------------------------
+    @property
+    def lr(self) -> float:
+        """Learning rate of the next optimiser step."""
+        return float(self.optimizer.param_groups[0]["lr"])
+
+    def _annealed_alpha(self) -> float:
+        return max(self.config.alpha_min, self.config.alpha * self.lr / self.config.lr)
+
+    # -- ChunkEmbedder protocol (used by VectorEnv) -----------------------------------------------
+    @torch.no_grad()
+    def _embed(self, encoder: MeanPoolEncoder, texts: Sequence[str]) -> torch.Tensor:
+        out = torch.empty((len(texts), self.model.embedding_dim), device=self.model.device)
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        bs = self.config.embed_batch_size
+        for start in range(0, len(order), bs):
+            ids = order[start : start + bs]
+            batch = self.model.tokenize([texts[i] for i in ids], self.model.config.max_chunk_tokens)
+            out[torch.tensor(ids, device=out.device)] = encoder(**batch).to(out.dtype)
+        return out
+
+    def embed_chunk_lists(
+        self, chunk_lists: Sequence[Sequence[str]]
+    ) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """Online and target chunk embeddings of each episode, in one batched pass each."""
+        flat = [t for chunks in chunk_lists for t in chunks]
+        was_training = self.model.training
+        self.model.eval()
+        online = self._embed(self.model.chunk_encoder, flat)
+        target = self._embed(self.target_chunk, flat)
+        self.model.train(was_training)
+        sizes = [len(c) for c in chunk_lists]
+        return list(zip(online.split(sizes), target.split(sizes)))
+
+    def rotate(self, emb: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        """Rotate chunk embeddings by their positions."""
+        return self.model.rotate_chunks(emb, positions)
+
+    # -- acting ---------------------------------------------------------------------------------
+    @torch.no_grad()
+    def _target_values(self, texts: Sequence[str], rotated_target: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        batch = self.model.tokenize(texts, self.model.config.max_state_tokens)
+        state = self.target_state(**batch)
+        q1, q2 = self.model.twin_q(state, rotated_target)
+        return soft_values(q1, q2, mask, self.alpha, self.config.top_k)
+
+    @torch.no_grad()
+    def _final_values(self, finals: Sequence[FinalObservation | None], truncated: np.ndarray) -> dict[int, float]:
+        slots = [i for i, f in enumerate(finals) if f is not None and truncated[i]]
+        if not slots:
+            return {}
+        obs = [finals[i] for i in slots]
+        emb = torch.nn.utils.rnn.pad_sequence([o.target_chunk_emb for o in obs], batch_first=True)  # type: ignore[misc]
+        pos = torch.nn.utils.rnn.pad_sequence([torch.from_numpy(o.positions) for o in obs], batch_first=True)
+        mask = torch.nn.utils.rnn.pad_sequence(
+            [torch.from_numpy(o.mask) for o in obs], batch_first=True, padding_value=False
+        ).to(emb.device)
+        rotated = self.rotate(emb, pos.to(emb.device))
+        values = self._target_values([o.state_text for o in obs], rotated, mask)
+        return dict(zip(slots, values.tolist()))
+
+    @torch.no_grad()
+    def collect(self, venv: VectorEnv, num_steps: int) -> Rollout:
+        """Step ``venv`` ``num_steps`` times with the current policy and record a rollout."""
+        self.model.eval()
+        t_len, b = num_steps, venv.num_envs
+        rewards = torch.zeros(t_len, b)
+        terminated = torch.zeros(t_len, b, dtype=torch.bool)
+        truncated = torch.zeros(t_len, b, dtype=torch.bool)
+        next_values = torch.zeros(t_len, b)
+        positions = torch.zeros(t_len, b, dtype=torch.int64)
+        q_taken = torch.full((t_len, b), float("nan"))
+        rollout = Rollout([], [], positions, rewards, terminated, truncated, next_values, q_taken)
+        for t in range(t_len):
+            texts = venv.state_texts()
+            mask = venv.masks()
+            if t > 0:
+                values = self._target_values(texts, venv.rotated(target=True), mask).cpu()
+                alive = ~(terminated[t - 1] | truncated[t - 1])
+                next_values[t - 1] = torch.where(alive, values, next_values[t - 1])
+            if self.env_steps < self.config.learning_start:
+                actions = sample_actions(uniform_probs(mask), self.rng)
+            else:
+                state = self.model.embed_states(texts)
+                q1, q2 = self.model.twin_q(state, venv.rotated(target=False))
+                q = q1 + q2
+                actions = sample_actions(soft_greedy_probs(q, mask, self.alpha, self.config.top_k), self.rng)
+                q_taken[t] = q.gather(1, torch.from_numpy(actions).to(q.device)[:, None])[:, 0].cpu()
+            step = venv.step(actions)
+            self.env_steps += b
+            rollout.state_texts.append(texts)
+            rollout.action_texts.append(step.action_texts)
+            positions[t] = torch.from_numpy(step.action_positions)
+            rewards[t] = torch.from_numpy(step.rewards)
+            terminated[t] = torch.from_numpy(step.terminated)
+            truncated[t] = torch.from_numpy(step.truncated)
+            for slot, value in self._final_values(step.finals, step.truncated).items():
+                next_values[t, slot] = value
+            rollout.episode_returns.extend(step.episode_returns)
+            rollout.episode_solved.extend(step.episode_solved)
+        values = self._target_values(venv.state_texts(), venv.rotated(target=True), venv.masks()).cpu()
+        alive = ~(terminated[-1] | truncated[-1])
+        next_values[-1] = torch.where(alive, values, next_values[-1])
+        return rollout
+
+    # -- learning -------------------------------------------------------------------------------
+    def returns(self, rollout: Rollout) -> torch.Tensor:
+        """Q(lambda) targets ``(T, B)`` of a rollout."""
+        c = self.config
+        return q_lambda_returns(
+            rollout.rewards, rollout.terminated, rollout.truncated, rollout.next_values, c.gamma, c.lam
+        )
+
+    def learn(self, rollout: Rollout) -> dict[str, float]:
+        """One backward pass on a rollout; an optimiser step every ``accumulate_grads`` calls.
+
+        Returns:
+            ``loss``, ``q_mean`` (of the recomputed Q) and ``target_mean``; ``grad_norm`` when an
+            optimiser step was taken.
+        """
+        c = self.config
+        targets = self.returns(rollout).reshape(-1).to(self.model.device)
+        texts = [s for row in rollout.state_texts for s in row]
+        chunks = [a for row in rollout.action_texts for a in row]
+        positions = rollout.action_positions.reshape(-1).to(self.model.device)
+        n = len(texts)
+        size = c.micro_batch or n
+        self.model.train(c.dropout)
+        total, q_sum = 0.0, 0.0
+        for start in range(0, n, size):
+            sl = slice(start, start + size)
+            state = self.model.embed_states(texts[sl])
+            chunk = self.model.rotate_chunks(self.model.embed_chunks_grad(chunks[sl]), positions[sl])
+            q1, q2 = self.model.twin_q(state, chunk.unsqueeze(1))
+            q1, q2 = q1[:, 0].float(), q2[:, 0].float()
+            g = targets[sl]
+            loss = 0.5 * F.mse_loss(2 * q1, g, reduction="sum") + 0.5 * F.mse_loss(2 * q2, g, reduction="sum")
+            (loss / (n * c.accumulate_grads)).backward()
+            total += float(loss.detach())
+            q_sum += float((q1 + q2).detach().sum())
+        self.model.eval()
+        self.backward_passes += 1
+        out = {"loss": total / n, "q_mean": q_sum / n, "target_mean": float(targets.mean())}
+        if self.backward_passes % c.accumulate_grads == 0:
+            out["grad_norm"] = self.optimizer_step()
+        return out
+
+    def optimizer_step(self) -> float:
+        """Clip, step, schedule, anneal alpha, Polyak-update the targets; returns the grad norm."""
+        norm = torch.nn.utils.clip_grad_norm_(self.params, self.config.max_grad_norm)
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        self.scheduler.step()
+        self.updates += 1
+        self.alpha = self._annealed_alpha()
+        self.polyak_update()
+        return float(norm)
+
+    @torch.no_grad()
+    def polyak_update(self) -> None:
+        """``target <- (1 - tau) * target + tau * online`` for the trained parameters."""
+        tau = self.config.tau
+        for online, target in (
+            (self.model.state_encoder, self.target_state),
+            (self.model.chunk_encoder, self.target_chunk),
+        ):
+            for p_target, p_online in zip(target.parameters(), online.parameters()):
+                if p_online.requires_grad:
+                    p_target.lerp_(p_online, tau)
+
+    # -- resumable state ------------------------------------------------------------------------
+    def target_tensors(self) -> dict[str, torch.Tensor]:
+        """Target-encoder tensors that differ from the base model (the trained part)."""
+        keys = self.model.trained_state_dict().keys()
+        out: dict[str, torch.Tensor] = {}
+        for prefix, module in (("state_encoder.", self.target_state), ("chunk_encoder.", self.target_chunk)):
+            sd = module.state_dict()
+            for key in keys:
+                if key.startswith(prefix):
+                    out["target_" + key] = sd[key[len(prefix):]].detach().to("cpu").contiguous()
+        return out
+
+    def load_target_tensors(self, tensors: dict[str, torch.Tensor]) -> None:
+        """Inverse of :meth:`target_tensors` (targets are first copied from the online model)."""
+        self.target_state.load_state_dict(self.model.state_encoder.state_dict())
+        self.target_chunk.load_state_dict(self.model.chunk_encoder.state_dict())
+        state, chunk = {}, {}
+        for key, value in tensors.items():
+            name = key.removeprefix("target_")
+            if name.startswith("state_encoder."):
+                state[name.removeprefix("state_encoder.")] = value
+            elif name.startswith("chunk_encoder."):
+                chunk[name.removeprefix("chunk_encoder.")] = value
+            else:
+                raise ValueError(f"unexpected target tensor {key!r}")
+        for module, sd in ((self.target_state, state), (self.target_chunk, chunk)):
+            missing = set(sd) - set(module.state_dict())
+            if missing:
+                raise ValueError(f"target tensors do not fit the model: {sorted(missing)[:3]}")
+            module.load_state_dict(sd, strict=False)
+
+    def scalars(self) -> dict[str, Any]:
+        """JSON-able counters, schedule and RNG state."""
+        sched = {k: v for k, v in self.scheduler.state_dict().items() if k != "lr_lambdas"}
+        return {
+            "updates": self.updates,
+            "backward_passes": self.backward_passes,
+            "env_steps": self.env_steps,
+            "alpha": self.alpha,
+            "scheduler": sched,
+            "rng": self.rng.bit_generator.state,
+        }
+
+    def load_scalars(self, data: dict[str, Any]) -> None:
+        """Inverse of :meth:`scalars`."""
+        self.updates = int(data["updates"])
+        self.backward_passes = int(data["backward_passes"])
+        self.env_steps = int(data["env_steps"])
+        sched = dict(data["scheduler"])
+        sched["lr_lambdas"] = [None] * len(self.optimizer.param_groups)
+        self.scheduler.load_state_dict(sched)
+        self.rng.bit_generator.state = data["rng"]
+        self.alpha = float(data["alpha"])

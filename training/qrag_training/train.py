@@ -1,0 +1,290 @@
+"""Train a Q-RAG retriever with PQN (``qrag-train``; Hydra config in ``conf/``).
+
+One readable loop::
+
+    repeat until `steps` optimiser updates:
+        rollout  = agent.collect(venv, batch_size / envs_parallel)   # soft-greedy, no grad
+        agent.learn(rollout)                                         # Q(lambda) targets, twin loss
+        every log_interval:  metrics.jsonl + TensorBoard + progress bar
+        every eval_interval: held-out fact EM / F1, out_dir/best (if better), out_dir/last
+
+Run folder (``out_dir``): ``last/`` (checkpoint + ``train_state/``), ``best/``, ``tb/``
+(TensorBoard), ``metrics.jsonl``. ``resume=true`` continues from ``out_dir/last``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import random
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import hydra
+import numpy as np
+import torch
+from omegaconf import DictConfig, OmegaConf
+from tqdm.auto import tqdm
+
+from qrag_integrations.checkpoint import load_model
+from qrag_integrations.model import QRAGModel
+from qrag_training.checkpointing import (
+    has_train_state,
+    load_train_state,
+    rng_state,
+    save_run_checkpoint,
+    set_rng_state,
+)
+from qrag_training.env import EpisodeStream, RetrievalEnv, VectorEnv
+from qrag_training.evaluate import greedy_retrieve, summarize
+from qrag_training.pqn import PQNAgent
+from qrag_training.settings import (
+    env_settings_from,
+    feedback_from,
+    load_episodes,
+    model_config_from,
+    pqn_config_from,
+    to_container,
+)
+
+logger = logging.getLogger("qrag_training.train")
+
+METRICS_FILE = "metrics.jsonl"
+_MODEL_KEYS_THAT_MAY_DIFFER = ("extra",)
+
+
+def seed_everything(seed: int) -> None:
+    """Seed python, numpy and torch (CPU and CUDA)."""
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    if torch.cuda.is_available():
+        torch.cuda.manual_seed_all(seed)
+
+
+class Trainer:
+    """Builds everything from a composed config and runs the training loop."""
+
+    def __init__(self, cfg: DictConfig) -> None:
+        self.cfg = cfg
+        self.out_dir = Path(cfg.out_dir)
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        if cfg.torch_threads:
+            torch.set_num_threads(int(cfg.torch_threads))
+        if cfg.batch_size % cfg.envs_parallel:
+            raise ValueError(
+                f"batch_size ({cfg.batch_size}) must be a multiple of envs_parallel ({cfg.envs_parallel})"
+            )
+        self.rollout_len = int(cfg.batch_size) // int(cfg.envs_parallel)
+        self.device = torch.device(str(cfg.device))
+        seed_everything(int(cfg.seed))
+        self.config_yaml = OmegaConf.to_yaml(cfg, resolve=True)
+
+        last = self.out_dir / "last"
+        self.resuming = bool(cfg.resume) and has_train_state(last)
+        if cfg.resume and not self.resuming:
+            logger.warning("resume=true but %s has no training state: starting a new run", last)
+        model_config = model_config_from(cfg)
+        if self.resuming:
+            logger.info("resuming from %s", last)
+            model = load_model(str(last), device=self.device)
+            self._check_same_model(model_config, model)
+        else:
+            model = QRAGModel.from_base(model_config, device=self.device)
+        model.config.extra = {"trainer": "qrag_training", "train_config": to_container(cfg)}
+        self.model = model.eval()
+
+        self.agent = PQNAgent(model, pqn_config_from(cfg), seed=int(cfg.seed))
+        self.feedback = feedback_from(cfg)
+        settings = env_settings_from(cfg, model.config)
+        needs_support = self.feedback.requires_support
+        self.stream = EpisodeStream(
+            lambda p: load_episodes(cfg, "train", pool_pass=p, needs_support=needs_support),
+            seed=int(cfg.seed),
+            refresh=bool(cfg.env.get("refresh_pool", False)),
+        )
+        envs = [RetrievalEnv(settings, self.feedback, model.state_text) for _ in range(int(cfg.envs_parallel))]
+        self.venv = VectorEnv(envs, self.stream, self.agent, self.device)
+        self.eval_episodes = load_episodes(cfg, "eval", needs_support=True)
+        self.best_metric = -math.inf
+        self.last_eval: dict[str, float] = {}
+
+        if self.resuming:
+            state, tensors, optimizer_state = load_train_state(last, self.device)
+            self.agent.optimizer.load_state_dict(optimizer_state)
+            self.agent.load_scalars(state["agent"])
+            self.agent.load_target_tensors({k: v for k, v in tensors.items() if k.startswith("target_")})
+            self.stream.load_state_dict(state["stream"])
+            self.best_metric = float(state["best_metric"]) if state["best_metric"] is not None else -math.inf
+            self.last_eval = state.get("last_eval", {})
+            set_rng_state(state["rng"], tensors)
+            self._trim_metrics(self.agent.updates)
+        from torch.utils.tensorboard import SummaryWriter
+
+        self.writer = SummaryWriter(
+            str(self.out_dir / "tb"), purge_step=self.agent.updates + 1 if self.resuming else None
+        )
+
+    # -- helpers --------------------------------------------------------------------------------
+    def _check_same_model(self, wanted: Any, model: QRAGModel) -> None:
+        have, want = model.config.to_dict(), wanted.to_dict()
+        diff = {k: (have[k], want[k]) for k in want if k not in _MODEL_KEYS_THAT_MAY_DIFFER and have[k] != want[k]}
+        if diff:
+            raise ValueError(
+                f"cannot resume: the config asks for a different model than {self.out_dir / 'last'} "
+                f"holds (field: (checkpoint, config)): {diff}"
+            )
+
+    def _trim_metrics(self, step: int) -> None:
+        """Drop metric records written after the checkpoint a resumed run starts from."""
+        path = self.out_dir / METRICS_FILE
+        if not path.exists():
+            return
+        kept = [line for line in path.read_text(encoding="utf-8").splitlines()
+                if line.strip() and json.loads(line).get("step", 0) <= step]
+        path.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
+
+    def _log(self, record: dict[str, Any]) -> None:
+        with open(self.out_dir / METRICS_FILE, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(record) + "\n")
+        step = int(record["step"])
+        for key, value in record.items():
+            if key != "step" and isinstance(value, (int, float)) and math.isfinite(value):
+                self.writer.add_scalar(key, value, step)
+        self.writer.flush()
+
+    def evaluate(self) -> dict[str, float]:
+        """Greedy retrieval on the held-out episodes: fact EM / F1, mean steps, reward."""
+        results = greedy_retrieve(
+            self.model,
+            self.eval_episodes,
+            steps=int(self.cfg.env.max_steps),
+            batch_size=int(self.cfg.eval_batch),
+            embed_batch_size=self.agent.config.embed_batch_size,
+        )
+        return summarize(self.eval_episodes, results, self.feedback)
+
+    def save(self, name: str, with_state: bool) -> None:
+        """Write ``out_dir/<name>`` (``last`` carries the training state)."""
+        self.model.config.extra["step"] = self.agent.updates
+        self.model.config.extra["eval"] = self.last_eval
+        notes = ""
+        if self.last_eval:
+            notes = "## Held-out evaluation\n\n" + "\n".join(
+                f"- {k}: {v:.4f}" if isinstance(v, float) else f"- {k}: {v}" for k, v in self.last_eval.items()
+            )
+        kwargs: dict[str, Any] = {}
+        if with_state:
+            rng_json, rng_tensors = rng_state()
+            kwargs = {
+                "state": {
+                    "agent": self.agent.scalars(),
+                    "stream": self.stream.state_dict(),
+                    "best_metric": self.best_metric if math.isfinite(self.best_metric) else None,
+                    "last_eval": self.last_eval,
+                    "rng": rng_json,
+                },
+                "tensors": {**self.agent.target_tensors(), **rng_tensors},
+                "optimizer_state": self.agent.optimizer.state_dict(),
+            }
+        save_run_checkpoint(self.out_dir / name, self.model, self.config_yaml, notes, **kwargs)
+
+    def _eval_and_save(self, record: dict[str, Any]) -> None:
+        started = time.perf_counter()
+        self.last_eval = self.evaluate()
+        record.update({f"eval/{k}": v for k, v in self.last_eval.items()})
+        record["eval/seconds"] = round(time.perf_counter() - started, 2)
+        metric = float(self.last_eval[str(self.cfg.checkpoint_metric)])
+        if metric > self.best_metric:
+            self.best_metric = metric
+            self.save("best", with_state=False)
+
+    def _summary(self, record: dict[str, Any]) -> str:
+        def fmt(key: str, value: Any, digits: int = 3) -> str:
+            return f"{key} {value:.{digits}f}" if isinstance(value, float) else f"{key} -"
+
+        parts = [fmt("reward", record.get("reward")), fmt("success", record.get("success")),
+                 fmt("loss", record.get("loss"), 4)]
+        em = record.get("eval/fact_em", self.last_eval.get("fact_em"))
+        f1 = record.get("eval/fact_f1", self.last_eval.get("fact_f1"))
+        parts += [fmt("eval_em", em), fmt("eval_f1", f1)]
+        return ", ".join(parts)
+
+    # -- loop -----------------------------------------------------------------------------------
+    def train(self) -> dict[str, Any]:
+        """Run until ``steps`` optimiser updates; returns the last record."""
+        cfg, agent = self.cfg, self.agent
+        total = int(cfg.steps)
+        self.venv.reset()
+        window: dict[str, list[float]] = {"loss": [], "q_mean": [], "target_mean": [], "grad_norm": []}
+        returns: list[float] = []
+        solved: list[bool] = []
+        record: dict[str, Any] = {"step": agent.updates}
+        if agent.updates == 0 and cfg.eval_at_start and total > 0:
+            self._eval_and_save(record)
+            self._log(record)
+        bar = tqdm(
+            total=total, initial=agent.updates, desc="qrag-train", unit="upd",
+            mininterval=1.0 if sys.stderr.isatty() else 30.0, dynamic_ncols=True,
+        )
+        started = time.perf_counter()
+        while agent.updates < total:
+            rollout = agent.collect(self.venv, self.rollout_len)
+            stats = agent.learn(rollout)
+            returns.extend(rollout.episode_returns)
+            solved.extend(rollout.episode_solved)
+            for key, values in window.items():
+                if key in stats:
+                    values.append(stats[key])
+            if "grad_norm" not in stats:
+                continue  # still accumulating gradients
+            bar.update(1)
+            u = agent.updates
+            due_eval = u % int(cfg.eval_interval) == 0 or u == total
+            due_save = u % int(cfg.save_interval) == 0 or u == total
+            if u % int(cfg.log_interval) and not due_eval and not due_save:
+                continue
+            record = {
+                "step": u,
+                "env_steps": agent.env_steps,
+                "reward": float(np.mean(returns)) if returns else None,
+                "success": float(np.mean(solved)) if solved else None,
+                "episodes": len(returns),
+                "lr": agent.lr,
+                "alpha": agent.alpha,
+                "seconds": round(time.perf_counter() - started, 1),
+            }
+            record.update({k: float(np.mean(v)) for k, v in window.items() if v})
+            if due_eval:
+                self._eval_and_save(record)
+            if due_save:
+                self.save("last", with_state=True)
+            self._log(record)
+            bar.set_postfix_str(self._summary(record), refresh=False)
+            logger.info("step %d %s", u, self._summary(record))
+            returns, solved = [], []
+            window = {k: [] for k in window}
+        bar.close()
+        self.writer.close()
+        return record
+
+
+def run(cfg: DictConfig) -> dict[str, Any]:
+    """Train from a composed config (what ``qrag-train`` does after Hydra parsed the CLI)."""
+    import transformers
+
+    transformers.utils.logging.disable_progress_bar()  # no per-save "Writing shards" bars
+    return Trainer(cfg).train()
+
+
+@hydra.main(version_base="1.3", config_path="conf", config_name="train")
+def main(cfg: DictConfig) -> None:
+    """Entry point of ``qrag-train``."""
+    run(cfg)
+
+
+if __name__ == "__main__":
+    main()
