@@ -261,6 +261,15 @@ def load_model(
             f"{path} holds a checkpoint of the reference Q-RAG code; convert it once with "
             "qrag_integrations.import_reference_checkpoint(path).save_pretrained(new_folder)"
         )
+    if path.is_dir() and (
+        (path / PARTIAL_WEIGHTS_FILE).exists() or (path / ENCODER_DIRS["state_encoder"]).is_dir()
+    ):
+        raise CheckpointError(f"{path} looks like a Q-RAG checkpoint but {CONFIG_FILE} is missing")
+    if path.is_dir() and not (path / "config.json").exists():
+        raise CheckpointError(
+            f"{path} is neither a Q-RAG checkpoint ({CONFIG_FILE} missing) nor an HF encoder "
+            "folder (config.json missing)"
+        )
     if path.is_file():
         raise CheckpointError(f"{path} is a file; a checkpoint is a folder with {CONFIG_FILE}")
     if str(checkpoint).startswith((".", "/", "~")) and not path.exists():

@@ -27,6 +27,7 @@ from qrag_integrations.errors import IndexMismatchError, QRAGError
 INDEX_FORMAT = "qrag-index"
 INDEX_FORMAT_VERSION = 1
 MANIFEST_FILE = "index.json"
+_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 EMBEDDINGS_FILE = "embeddings.safetensors"
 RECORDS_FILE = "records.jsonl"
 
@@ -231,7 +232,7 @@ class ChunkIndex:
             "format": INDEX_FORMAT,
             "format_version": INDEX_FORMAT_VERSION,
             "embedding_dim": self.embedding_dim,
-            "dtype": str(self.dtype).removeprefix("torch."),
+            "dtype": next(name for name, dt in _DTYPES.items() if dt == self.dtype),
             "size": len(snap),
             "doc_rank": self._doc_rank,
             **(extra or {}),
@@ -276,7 +277,11 @@ class ChunkIndex:
         """
         path = Path(path)
         manifest = cls.read_manifest(path)
-        dim = int(manifest["embedding_dim"])
+        try:
+            dim = int(manifest["embedding_dim"])
+            dtype = _DTYPES[manifest.get("dtype", "float32")]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise QRAGError(f"corrupt {path / MANIFEST_FILE}: bad or missing {exc}") from exc
         if expected_dim is not None and dim != expected_dim:
             raise IndexMismatchError(
                 f"the index at {path} holds {dim}-dimensional embeddings but the model makes "
@@ -290,17 +295,23 @@ class ChunkIndex:
             raise QRAGError(f"corrupt {path / EMBEDDINGS_FILE}: {exc}") from exc
         try:
             records = [json.loads(line) for line in (path / RECORDS_FILE).read_text(encoding="utf-8").splitlines() if line]
+            chunks = tuple(
+                Chunk(str(r["id"]), r["text"], dict(r.get("metadata") or {}), str(r["doc_id"]), int(r["order"]))
+                for r in records
+            )
         except FileNotFoundError as exc:
             raise QRAGError(f"{path / RECORDS_FILE} is missing") from exc
-        except json.JSONDecodeError as exc:
-            raise QRAGError(f"corrupt {path / RECORDS_FILE}: {exc}") from exc
+        except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, ValueError) as exc:
+            raise QRAGError(f"corrupt {path / RECORDS_FILE}: {exc!r}") from exc
         if emb.shape != (len(records), dim) or len(records) != manifest.get("size"):
             raise QRAGError(
                 f"{path}: {len(records)} records, embeddings {tuple(emb.shape)}, manifest size "
                 f"{manifest.get('size')} do not agree"
             )
-        index = cls(dim, dtype=getattr(torch, manifest.get("dtype", "float32")), device=device)
-        index._doc_rank = {str(k): int(v) for k, v in manifest.get("doc_rank", {}).items()}
-        chunks = tuple(Chunk(r["id"], r["text"], r.get("metadata", {}), r["doc_id"], int(r["order"])) for r in records)
+        index = cls(dim, dtype=dtype, device=device)
+        try:
+            index._doc_rank = {str(k): int(v) for k, v in manifest.get("doc_rank", {}).items()}
+        except (AttributeError, TypeError, ValueError) as exc:
+            raise QRAGError(f"corrupt {path / MANIFEST_FILE}: bad doc_rank ({exc})") from exc
         index._swap(Snapshot(chunks, emb.to(index.device, index.dtype)))
         return index

@@ -32,8 +32,9 @@ def build_tiny_bert(folder: Path, hidden_size: int = 32, seed: int = 0) -> Path:
     specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
     letters = list("abcdefghijklmnopqrstuvwxyz0123456789.,?!'")
     vocab = specials + letters + ["##" + c for c in letters] + _WORDS
-    (folder / "vocab.txt").write_text("\n".join(dict.fromkeys(vocab)) + "\n", encoding="utf-8")
-    tokenizer = BertTokenizerFast(vocab_file=str(folder / "vocab.txt"), do_lower_case=True)
+    vocab = list(dict.fromkeys(vocab))
+    # transformers 5 takes the vocabulary itself (`vocab=`), not a vocab_file path.
+    tokenizer = BertTokenizerFast(vocab={tok: i for i, tok in enumerate(vocab)}, do_lower_case=True)
     tokenizer.save_pretrained(folder)
     torch.manual_seed(seed)
     config = BertConfig(
