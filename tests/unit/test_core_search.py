@@ -50,6 +50,18 @@ def random_index(n: int = N, seed: int = 0, dtype: torch.dtype = torch.float32) 
     return index
 
 
+_STATE_CACHE: dict[tuple[QRAGModel, str], torch.Tensor] = {}
+
+
+def embed_state(model: QRAGModel, text: str) -> torch.Tensor:
+    """One unbatched state pass (cached: the models here are deterministic and never change)."""
+    key = (model, text)
+    if key not in _STATE_CACHE:
+        with torch.no_grad():
+            _STATE_CACHE[key] = model.embed_states([text])
+    return _STATE_CACHE[key]
+
+
 def brute_force(
     model: QRAGModel, index: ChunkIndex, query: str, k: int, rows: list[int] | None = None, threshold: float | None = None
 ) -> list[tuple[str, int, float, int]]:
@@ -65,8 +77,7 @@ def brute_force(
     out = []
     for step in range(1, min(k, n) + 1):
         text = model.state_text(query, [chunks[r].text for r in picked], picked_order=picked)
-        with torch.no_grad():
-            state = model.embed_states([text])
+        state = embed_state(model, text)
         pos = layout(cfg.position_mode, n, picked, cfg.relative_step, cfg.relative_span)
         with torch.no_grad():
             q = model.q_values(state, emb, torch.from_numpy(pos))[0].clone()
