@@ -1,0 +1,110 @@
+"""One ``QRAGRetriever`` used from many threads: searches agree with sequential ones, and
+searches running while the corpus changes never crash and return only real chunks."""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from qrag_integrations import QRAGRetriever
+
+QUESTIONS = [
+    "Where is the football?",
+    "Where is Mary?",
+    "What did Daniel pick up?",
+    "Where is Sandra?",
+    "Who dropped the apple?",
+    "Where did John go?",
+    "What colour is the sky?",
+    "Where is the milk?",
+]
+TEXTS = [
+    "Mary moved to the bathroom.",
+    "Sandra journeyed to the bedroom.",
+    "John picked up the football.",
+    "Mary went back to the kitchen.",
+    "Daniel travelled to the office.",
+    "John went to the garden.",
+    "Sandra went to the hallway.",
+    "Daniel picked up the milk.",
+    "The sky is blue.",
+    "Fred dropped the apple.",
+]
+IDS = [f"c{i}" for i in range(len(TEXTS))]
+
+
+def summary(docs) -> list[tuple[str, str, int, int]]:
+    return [
+        (d.id, d.page_content, d.metadata["qrag_step"], d.metadata["qrag_position"]) for d in docs
+    ]
+
+
+def q_values(docs) -> list[float]:
+    return [d.metadata["qrag_q_value"] for d in docs]
+
+
+@pytest.fixture
+def retriever(tiny_bert_dir) -> QRAGRetriever:
+    return QRAGRetriever.from_texts(TEXTS, ids=IDS, checkpoint=str(tiny_bert_dir), k=3)
+
+
+def test_threads_get_the_same_results_as_sequential_calls(retriever):
+    expected = {q: retriever.invoke(q) for q in QUESTIONS}
+
+    def worker(t: int) -> list[tuple[str, list]]:
+        out = []
+        for i in range(10):
+            q = QUESTIONS[(t + i) % len(QUESTIONS)]
+            out.append((q, retriever.invoke(q)))
+        return out
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        per_thread = list(pool.map(worker, range(8)))
+
+    assert sum(len(x) for x in per_thread) == 80
+    for results in per_thread:
+        for q, docs in results:
+            assert summary(docs) == summary(expected[q])
+            assert q_values(docs) == pytest.approx(q_values(expected[q]), rel=1e-6, abs=1e-7)
+
+
+def test_adds_and_deletes_while_other_threads_search(retriever):
+    added = {f"new-{i}": f"Emma went to the city number {i}." for i in range(30)}
+    text_of = dict(zip(IDS, TEXTS)) | added
+    done = threading.Event()
+
+    def writer() -> None:
+        try:
+            items = list(added.items())
+            for start in range(0, len(items), 3):
+                batch = items[start : start + 3]
+                retriever.add_texts([t for _, t in batch], ids=[i for i, _ in batch])
+                if start % 2 == 0:
+                    retriever.delete([batch[0][0]])
+        finally:
+            done.set()  # an error still stops the readers; .result() below re-raises it
+
+    def reader(t: int) -> list[list]:
+        seen = []
+        while not done.is_set() or len(seen) < 3:
+            seen.append(retriever.invoke(QUESTIONS[t % len(QUESTIONS)]))
+        return seen
+
+    with ThreadPoolExecutor(max_workers=5) as pool:
+        readers = [pool.submit(reader, t) for t in range(4)]
+        pool.submit(writer).result()
+        all_results = [r.result() for r in readers]
+
+    assert sum(len(x) for x in all_results) >= 12
+    for results in all_results:
+        for docs in results:
+            assert [d.metadata["qrag_step"] for d in docs] == [1, 2, 3]
+            ids = [d.id for d in docs]
+            assert len(set(ids)) == 3
+            for d in docs:
+                assert d.id in text_of and d.page_content == text_of[d.id]
+    deleted = {f"new-{i}" for i in range(0, 30, 6)}
+    assert retriever.index.ids == IDS + [i for i in added if i not in deleted]
+    assert len(retriever) == len(TEXTS) + 30 - len(deleted)

@@ -1,0 +1,184 @@
+"""Corpus management of ``QRAGRetriever``: incremental adds, deletes, ids."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langchain_core.documents import Document as LCDocument
+
+from qrag_integrations import QRAGError, QRAGRetriever
+
+QUESTIONS = ["Where is the football?", "Where is Mary?", "What did Daniel pick up?"]
+TEXTS = [
+    "Mary moved to the bathroom.",
+    "Sandra journeyed to the bedroom.",
+    "John picked up the football.",
+    "Mary went back to the kitchen.",
+    "Daniel travelled to the office.",
+    "John went to the garden.",
+    "Sandra went to the hallway.",
+    "Daniel picked up the milk.",
+    "The sky is blue.",
+    "Fred dropped the apple.",
+]
+IDS = [f"c{i}" for i in range(len(TEXTS))]
+METAS = [{"n": i} for i in range(len(TEXTS))]
+
+
+def results(r: QRAGRetriever, k: int = 4) -> list[list[tuple[str, str, int, int]]]:
+    return [
+        [
+            (d.id, d.page_content, d.metadata["qrag_step"], d.metadata["qrag_position"])
+            for d in r.invoke(q, k=k)
+        ]
+        for q in QUESTIONS
+    ]
+
+
+def qs(r: QRAGRetriever, k: int = 4) -> list[list[float]]:
+    return [[d.metadata["qrag_q_value"] for d in r.invoke(q, k=k)] for q in QUESTIONS]
+
+
+def assert_equivalent(a: QRAGRetriever, b: QRAGRetriever, k: int = 4) -> None:
+    assert a.index.ids == b.index.ids
+    assert [c.text for c in a.index.snapshot().chunks] == [
+        c.text for c in b.index.snapshot().chunks
+    ]
+    assert results(a, k) == results(b, k)
+    for x, y in zip(qs(a, k), qs(b, k)):
+        assert x == pytest.approx(y, rel=1e-5, abs=1e-6)
+
+
+@pytest.fixture
+def make(tiny_bert_dir):
+    def build(texts=(), **kwargs: Any) -> QRAGRetriever:
+        kwargs.setdefault("k", 4)
+        return QRAGRetriever.from_texts(list(texts), checkpoint=str(tiny_bert_dir), **kwargs)
+
+    return build
+
+
+def spy_embed(r: QRAGRetriever, monkeypatch) -> list[list[str]]:
+    calls: list[list[str]] = []
+    real = r.model.embed_chunks
+
+    def spy(texts, *args: Any, **kwargs: Any):
+        calls.append(list(texts))
+        return real(texts, *args, **kwargs)
+
+    monkeypatch.setattr(r.model, "embed_chunks", spy)
+    return calls
+
+
+def test_add_texts_embeds_only_new_chunks_and_matches_building_at_once(make, monkeypatch):
+    r = make(TEXTS[:6], ids=IDS[:6], metadatas=METAS[:6])
+    calls = spy_embed(r, monkeypatch)
+    added = r.add_texts(TEXTS[6:], ids=IDS[6:], metadatas=METAS[6:])
+    assert added == IDS[6:]
+    assert calls == [TEXTS[6:]]
+    assert len(r) == len(TEXTS)
+    assert_equivalent(r, make(TEXTS, ids=IDS, metadatas=METAS))
+
+
+def test_add_documents_embeds_only_new_chunks_and_matches_building_at_once(
+    tiny_bert_dir, monkeypatch
+):
+    docs = [LCDocument(id=i, page_content=t, metadata=m) for i, t, m in zip(IDS, TEXTS, METAS)]
+    r = QRAGRetriever.from_documents(docs[:4], checkpoint=str(tiny_bert_dir), k=4)
+    calls = spy_embed(r, monkeypatch)
+    assert r.add_documents(docs[4:7]) == IDS[4:7]
+    assert r.add_documents(docs[7:]) == IDS[7:]
+    assert calls == [TEXTS[4:7], TEXTS[7:]]
+    once = QRAGRetriever.from_documents(docs, checkpoint=str(tiny_bert_dir), k=4)
+    assert_equivalent(r, once)
+    assert [c.order for c in r.index.snapshot().chunks] == list(range(len(TEXTS)))
+    assert r.get_by_ids(["c9"])[0].metadata == {"n": 9}
+
+
+def test_add_documents_with_explicit_ids(make):
+    r = make(TEXTS[:2], ids=IDS[:2])
+    assert r.add_documents([LCDocument(page_content=TEXTS[2])], ids=["given"]) == ["given"]
+    assert r.index.ids == ["c0", "c1", "given"]
+    assert r.get_by_ids(["given"])[0].page_content == TEXTS[2]
+
+
+def test_delete_removes_exactly_those_chunks(make):
+    r = make(TEXTS, ids=IDS, metadatas=METAS)
+    gone = {"c2", "c5"}
+    assert r.delete(sorted(gone)) is True
+    assert len(r) == len(TEXTS) - 2
+    assert r.index.ids == [i for i in IDS if i not in gone]
+    assert r.get_by_ids(sorted(gone)) == []
+    for q in QUESTIONS:
+        got = r.invoke(q, k=len(TEXTS))
+        assert len(got) == len(TEXTS) - 2
+        assert gone.isdisjoint(d.id for d in got)
+    keep = [i for i in range(len(TEXTS)) if IDS[i] not in gone]
+    rebuilt = make(
+        [TEXTS[i] for i in keep], ids=[IDS[i] for i in keep], metadatas=[METAS[i] for i in keep]
+    )
+    assert_equivalent(r, rebuilt)
+    # A single id as a plain string.
+    assert r.delete("c0") is True
+    assert "c0" not in r.index.ids and len(r) == len(TEXTS) - 3
+
+
+def test_delete_unknown_id_returns_false_and_changes_nothing(make):
+    r = make(TEXTS, ids=IDS)
+    before = results(r)
+    assert r.delete(["nope"]) is False
+    assert r.delete([]) is False
+    assert len(r) == len(TEXTS)
+    assert results(r) == before
+    with pytest.raises(QRAGError, match="ids"):
+        r.delete()
+
+
+def test_deleted_id_can_be_added_again(make):
+    r = make(TEXTS[:3], ids=IDS[:3])
+    r.delete(["c1"])
+    r.add_texts(["Emma went to the city."], ids=["c1"])
+    assert r.get_by_ids(["c1"])[0].page_content == "Emma went to the city."
+    assert len(r) == 3
+
+
+def test_duplicate_ids_are_errors_and_leave_the_index_unchanged(make, monkeypatch):
+    with pytest.raises(QRAGError, match="unique"):
+        make(TEXTS[:2], ids=["same", "same"])
+    r = make(TEXTS[:3], ids=IDS[:3])
+    calls = spy_embed(r, monkeypatch)
+    with pytest.raises(QRAGError, match="already in the index"):
+        r.add_texts(["Emma went to the city."], ids=["c1"])
+    assert calls == []  # rejected before embedding
+    with pytest.raises(QRAGError, match="unique"):
+        r.add_texts(["Emma went to the city.", "Bill went north."], ids=["x", "x"])
+    assert r.index.ids == IDS[:3]
+    assert [d.page_content for d in r.get_by_ids(["c1"])] == [TEXTS[1]]
+    with pytest.raises(QRAGError, match="ids has 1 entries for 2 texts"):
+        r.add_texts(["a", "b"], ids=["only-one"])
+    with pytest.raises(QRAGError, match="metadatas has 1 entries for 2 texts"):
+        r.add_texts(["a", "b"], metadatas=[{}])
+    assert len(r) == 3
+
+
+def test_get_by_ids(make):
+    r = make(TEXTS, ids=IDS, metadatas=METAS)
+    docs = r.get_by_ids(["c7", "missing", "c3"])
+    assert [(d.id, d.page_content, d.metadata) for d in docs] == [
+        ("c7", TEXTS[7], {"n": 7}),
+        ("c3", TEXTS[3], {"n": 3}),
+    ]
+    assert r.get_by_ids([]) == []
+    # Returned metadata is a copy: editing it does not change the index.
+    docs[0].metadata["n"] = -1
+    assert r.get_by_ids(["c7"])[0].metadata == {"n": 7}
+
+
+def test_default_ids_are_unique_strings(make):
+    r = make()
+    ids = r.add_texts(TEXTS)
+    assert len(set(ids)) == len(TEXTS) and all(isinstance(i, str) and i for i in ids)
+    assert r.index.ids == ids
+    assert r.add_texts([]) == []
+    assert len(r) == len(TEXTS)
