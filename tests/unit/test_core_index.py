@@ -234,6 +234,22 @@ def test_unserialisable_metadata_writes_nothing(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir()] == ["idx"]
 
 
+@pytest.mark.parametrize(
+    "bad",
+    [
+        pytest.param(lambda: {"obj": object()}, id="object"),
+        pytest.param(lambda: {"t": torch.zeros(2)}, id="tensor"),
+        pytest.param(lambda: (lambda d: d.update(me=d) or d)({}), id="circular"),
+    ],
+)
+def test_unserialisable_metadata_kinds(tmp_path: Path, bad) -> None:
+    index = ChunkIndex(D)
+    index.add(["x"], emb(1, 1), metadatas=[bad()])
+    with pytest.raises(QRAGError, match="JSON-serialisable"):
+        index.save(tmp_path / "idx")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_records_are_utf8_json_lines(tmp_path: Path) -> None:
     index, _ = build_meta_index()
     index.save(tmp_path / "idx")
