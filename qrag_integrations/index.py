@@ -242,7 +242,7 @@ class ChunkIndex:
                 json.dumps({"id": c.id, "text": c.text, "metadata": c.metadata, "doc_id": c.doc_id, "order": c.order}, ensure_ascii=False)
                 for c in snap.chunks
             ]
-        except TypeError as exc:
+        except (TypeError, ValueError) as exc:  # ValueError: circular references
             raise QRAGError(f"chunk metadata must be JSON-serialisable to save the index: {exc}") from exc
         with atomic_dir(path) as tmp:
             save_file({"embeddings": snap.embeddings.detach().to("cpu").contiguous()}, str(tmp / EMBEDDINGS_FILE))
