@@ -20,10 +20,10 @@ from langchain_core.retrievers import BaseRetriever as LCBaseRetriever
 from langchain_core.runnables.config import get_config_list
 from llama_index.core.retrievers import BaseRetriever as LIBaseRetriever
 from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle, TextNode
-from pydantic import ConfigDict, Field, PrivateAttr
+from pydantic import ConfigDict, Field, PrivateAttr, ValidationError
 
 from qrag_integrations.atomic import atomic_dir
-from qrag_integrations.checkpoint import CONFIG_FILE, chunk_encoder_fingerprint, load_model
+from qrag_integrations.checkpoint import chunk_encoder_fingerprint, load_model
 from qrag_integrations.defaults import default_checkpoint
 from qrag_integrations.errors import IndexMismatchError, QRAGError
 from qrag_integrations.index import ChunkIndex, MetadataFilter
@@ -123,6 +123,8 @@ class QRAGRetriever(LCBaseRetriever, LIBaseRetriever):
             callback_manager: LlamaIndex callback manager.
             **data: the fields (``k``, ``checkpoint``, ``device``, ...).
         """
+        if "k" in data:
+            _check_k(data["k"])  # before pydantic, which would coerce "3", True or 2.0 to an int
         super().__init__(**data)
         LIBaseRetriever.__init__(self, callback_manager=callback_manager)
         _check_k(self.k)
@@ -270,6 +272,8 @@ class QRAGRetriever(LCBaseRetriever, LIBaseRetriever):
         doc_id: str | None = None,
     ) -> list[str]:
         """Embed and add chunks; only these chunks are embedded. Returns their ids."""
+        if isinstance(texts, str):
+            raise QRAGError("texts must be a sequence of strings, not a single string")
         texts = list(texts)
         bad = [i for i, t in enumerate(texts) if not isinstance(t, str)]
         if bad:
@@ -454,6 +458,18 @@ class QRAGRetriever(LCBaseRetriever, LIBaseRetriever):
             self.batch, inputs, config, return_exceptions=return_exceptions, **kwargs
         )
 
+    def retrieve(self, str_or_query_bundle: Any) -> list[NodeWithScore]:  # type: ignore[override]
+        """LlamaIndex retrieval; a query that is not a string is refused with a QRAGError."""
+        if not isinstance(str_or_query_bundle, QueryBundle):
+            _check_query(str_or_query_bundle)
+        return LIBaseRetriever.retrieve(self, str_or_query_bundle)
+
+    async def aretrieve(self, str_or_query_bundle: Any) -> list[NodeWithScore]:  # type: ignore[override]
+        """Async :meth:`retrieve`."""
+        if not isinstance(str_or_query_bundle, QueryBundle):
+            _check_query(str_or_query_bundle)
+        return await LIBaseRetriever.aretrieve(self, str_or_query_bundle)
+
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         return [_to_li(h) for h in self.search([query_bundle.query_str])[0]]
 
@@ -496,10 +512,15 @@ class QRAGRetriever(LCBaseRetriever, LIBaseRetriever):
         path = Path(path)
         try:
             saved = json.loads((path / SETTINGS_FILE).read_text(encoding="utf-8"))
-            settings = dict(saved["settings"])
+            if not isinstance(saved, dict) or saved.get("format") != RETRIEVER_FORMAT:
+                raise TypeError(f"not a {RETRIEVER_FORMAT} file")
+            settings = saved["settings"]
+            if not isinstance(settings, dict):
+                raise TypeError(f"settings must be an object, got {type(settings).__name__}")
+            settings = dict(settings)
         except FileNotFoundError as exc:
             raise QRAGError(f"{path} is not a saved QRAGRetriever: {SETTINGS_FILE} is missing") from exc
-        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+        except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as exc:
             raise QRAGError(f"corrupt {path / SETTINGS_FILE}: {exc}") from exc
         if device is not None:
             settings["device"] = device
@@ -512,7 +533,10 @@ class QRAGRetriever(LCBaseRetriever, LIBaseRetriever):
                 f"{model_ref!r}; rebuild it"
             )
         index = ChunkIndex.load(path / INDEX_DIR, expected_dim=model.embedding_dim, device=settings.get("device", "cpu"))
-        return cls(model=model, index=index, **settings)
+        try:
+            return cls(model=model, index=index, **settings)
+        except ValidationError as exc:
+            raise QRAGError(f"corrupt {path / SETTINGS_FILE}: {exc}") from exc
 
 
 # -- helpers ------------------------------------------------------------------------------------
@@ -529,10 +553,11 @@ def _check_query(query: Any) -> None:
 
 
 def _is_named_model(checkpoint: str | None) -> bool:
-    """True for a packaged alias or hub name, False for a local checkpoint folder."""
+    """True for a packaged alias or hub name, False for a local folder (Q-RAG checkpoint or HF
+    encoder), which is copied into a save so that the save is self-contained."""
     if checkpoint is None:
         return False
-    return not (Path(checkpoint) / CONFIG_FILE).exists()
+    return not Path(checkpoint).exists()
 
 
 def _meta(hit: Hit) -> dict[str, Any]:

@@ -13,6 +13,9 @@ from pathlib import Path  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
+# Tests run many tiny ops; extra intra-op threads only stall on a busy 2-core machine.
+torch.set_num_threads(1)
+
 #: A small English word list; with BERT's special tokens and WordPiece suffixes it covers the
 #: test corpora well enough for a random model.
 _WORDS = (
