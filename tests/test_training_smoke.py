@@ -46,6 +46,9 @@ def test_train_resume_and_load(tmp_path: Path, tiny_bert_dir: Path) -> None:
     assert [r["step"] for r in first] == [0, 1, 2]
     assert "eval/fact_em" in first[0] and "loss" in first[-1]
     assert any((out / "tb").iterdir())
+    from qrag_training.plot import plot_metrics
+
+    assert plot_metrics(out / "metrics.jsonl").stat().st_size > 0
 
     # resume: the step counter continues from the saved state, no re-evaluation at step 0
     train(out, tiny_bert_dir, 4, "resume=true")

@@ -91,3 +91,24 @@ def test_agent_learns_and_updates_targets(tiny_bert_dir):
     assert torch.equal(frozen, model.state_encoder.model.embeddings.word_embeddings.weight)
     # truncated transitions bootstrap from a recorded value of the final state
     assert rollout.truncated.any()
+
+
+def test_twin_forward_shares_frozen_layers_exactly(tiny_bert_dir):
+    import copy
+
+    from qrag_training.pqn import twin_forward
+
+    from qrag_integrations import QRAGConfig, QRAGModel
+
+    model = QRAGModel.from_base(QRAGConfig(base_model=str(tiny_bert_dir), trainable_layers=1)).eval()
+    target = copy.deepcopy(model.chunk_encoder)
+    with torch.no_grad():
+        for p in target.layers()[-1].parameters():
+            p.add_(0.05 * torch.randn_like(p))
+    batch = model.tokenize(["mary went to the kitchen.", "the dog."], 32)
+    with torch.no_grad():
+        online, tgt = twin_forward(model.chunk_encoder, target, 1, batch)
+        torch.testing.assert_close(online, model.chunk_encoder(**batch))
+        torch.testing.assert_close(tgt, target(**batch))
+        assert not torch.allclose(online, tgt)
+    assert len(target.layers()) == 2 and all(type(m).__name__ != "_Replay" for m in target.modules())

@@ -92,6 +92,48 @@ class PQNConfig:
             raise ValueError("alpha and alpha_min must be > 0")
 
 
+class _Replay(torch.nn.Module):
+    """Stands in for a frozen transformer block: returns a recorded output, computes nothing."""
+
+    def __init__(self, record: dict[str, Any]) -> None:
+        super().__init__()
+        self.record = record
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        return self.record["out"]
+
+
+def twin_forward(
+    online: MeanPoolEncoder, target: MeanPoolEncoder, frozen: int, batch: dict[str, torch.Tensor]
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Embed one batch with an online encoder and its target copy, computing shared layers once.
+
+    The bottom ``frozen`` blocks are never trained, so they are identical in both encoders: the
+    online pass records the output of the last frozen block and the target pass replays it
+    instead of recomputing the blocks (with ``frozen == 0`` these are two plain passes).
+    """
+    if frozen <= 0:
+        return online(**batch), target(**batch)
+    record: dict[str, Any] = {}
+    online_layers, target_layers = online.layers(), target.layers()
+    hook = online_layers[frozen - 1].register_forward_hook(lambda m, i, o: record.__setitem__("out", o))
+    try:
+        out_online = online(**batch)
+    finally:
+        hook.remove()
+    names = {id(m): n for n, m in target.named_modules()}
+    container = target.get_submodule(names[id(target_layers[0])].rsplit(".", 1)[0])
+    originals = [container[i] for i in range(frozen)]
+    try:
+        for i in range(frozen):
+            container[i] = _Replay(record)
+        out_target = target(**batch)
+    finally:
+        for i, layer in enumerate(originals):
+            container[i] = layer
+    return out_online, out_target
+
+
 # -- pure helpers ---------------------------------------------------------------------------------
 def _masked_top_k(q: torch.Tensor, mask: torch.Tensor, k: int) -> torch.Tensor:
     """``(B, N)`` bool: the top-``k`` available entries of each row."""
@@ -222,26 +264,34 @@ class PQNAgent:
         return max(self.config.alpha_min, self.config.alpha * self.lr / self.config.lr)
 
     # -- ChunkEmbedder protocol (used by VectorEnv) -----------------------------------------------
+    @property
+    def frozen_layers(self) -> int:
+        """Bottom transformer blocks that are never trained (shared by online and target)."""
+        n = self.model.config.trainable_layers
+        return 0 if n is None else max(0, len(self.model.chunk_encoder.layers()) - n)
+
     @torch.no_grad()
-    def _embed(self, encoder: MeanPoolEncoder, texts: Sequence[str]) -> torch.Tensor:
-        out = torch.empty((len(texts), self.model.embedding_dim), device=self.model.device)
+    def embed_chunk_lists(
+        self, chunk_lists: Sequence[Sequence[str]]
+    ) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """Online and target chunk embeddings of each episode, batched by similar length."""
+        texts = [t for chunks in chunk_lists for t in chunks]
+        was_training = self.model.training
+        self.model.eval()
+        shape = (len(texts), self.model.embedding_dim)
+        online = torch.empty(shape, device=self.model.device)
+        target = torch.empty(shape, device=self.model.device)
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
         bs = self.config.embed_batch_size
         for start in range(0, len(order), bs):
             ids = order[start : start + bs]
             batch = self.model.tokenize([texts[i] for i in ids], self.model.config.max_chunk_tokens)
-            out[torch.tensor(ids, device=out.device)] = encoder(**batch).to(out.dtype)
-        return out
-
-    def embed_chunk_lists(
-        self, chunk_lists: Sequence[Sequence[str]]
-    ) -> list[tuple[torch.Tensor, torch.Tensor]]:
-        """Online and target chunk embeddings of each episode, in one batched pass each."""
-        flat = [t for chunks in chunk_lists for t in chunks]
-        was_training = self.model.training
-        self.model.eval()
-        online = self._embed(self.model.chunk_encoder, flat)
-        target = self._embed(self.target_chunk, flat)
+            emb_online, emb_target = twin_forward(
+                self.model.chunk_encoder, self.target_chunk, self.frozen_layers, batch
+            )
+            index = torch.tensor(ids, device=online.device)
+            online[index] = emb_online.to(online.dtype)
+            target[index] = emb_target.to(target.dtype)
         self.model.train(was_training)
         sizes = [len(c) for c in chunk_lists]
         return list(zip(online.split(sizes), target.split(sizes)))
@@ -252,11 +302,14 @@ class PQNAgent:
 
     # -- acting ---------------------------------------------------------------------------------
     @torch.no_grad()
-    def _target_values(self, texts: Sequence[str], rotated_target: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        batch = self.model.tokenize(texts, self.model.config.max_state_tokens)
-        state = self.target_state(**batch)
+    def _values_from_states(self, state: torch.Tensor, rotated_target: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         q1, q2 = self.model.twin_q(state, rotated_target)
         return soft_values(q1, q2, mask, self.alpha, self.config.top_k)
+
+    @torch.no_grad()
+    def _target_values(self, texts: Sequence[str], rotated_target: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        batch = self.model.tokenize(texts, self.model.config.max_state_tokens)
+        return self._values_from_states(self.target_state(**batch), rotated_target, mask)
 
     @torch.no_grad()
     def _final_values(self, finals: Sequence[FinalObservation | None], truncated: np.ndarray) -> dict[int, float]:
@@ -288,14 +341,24 @@ class PQNAgent:
         for t in range(t_len):
             texts = venv.state_texts()
             mask = venv.masks()
-            if t > 0:
+            explore = self.env_steps < self.config.learning_start
+            state = None
+            if t > 0 and explore:
                 values = self._target_values(texts, venv.rotated(target=True), mask).cpu()
+            elif t > 0:
+                batch = self.model.tokenize(texts, self.model.config.max_state_tokens)
+                state, target_state = twin_forward(
+                    self.model.state_encoder, self.target_state, self.frozen_layers, batch
+                )
+                values = self._values_from_states(target_state, venv.rotated(target=True), mask).cpu()
+            if t > 0:
                 alive = ~(terminated[t - 1] | truncated[t - 1])
                 next_values[t - 1] = torch.where(alive, values, next_values[t - 1])
-            if self.env_steps < self.config.learning_start:
+            if explore:
                 actions = sample_actions(uniform_probs(mask), self.rng)
             else:
-                state = self.model.embed_states(texts)
+                if state is None:
+                    state = self.model.embed_states(texts)
                 q1, q2 = self.model.twin_q(state, venv.rotated(target=False))
                 q = q1 + q2
                 actions = sample_actions(soft_greedy_probs(q, mask, self.alpha, self.config.top_k), self.rng)
