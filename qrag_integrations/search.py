@@ -10,6 +10,7 @@ unrotated embeddings with plain matrix products, block by block.
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -72,7 +73,9 @@ class MultiStepSearcher:
         self.index = index
         self.settings = settings or SearchSettings()
         self._faiss_lock = threading.Lock()
-        self._faiss: tuple[int, Any] | None = None  # (id of the snapshot it was built for, index)
+        # (weak reference to the embeddings it was built from, index); a weakref cannot be
+        # confused with a later tensor the way a reused id() could.
+        self._faiss: tuple[weakref.ref, Any] | None = None
 
     # -- public -------------------------------------------------------------------------------
     def search(
@@ -233,7 +236,7 @@ class MultiStepSearcher:
 
     def _faiss_index(self, snap: Snapshot) -> Any:
         with self._faiss_lock:
-            if self._faiss is not None and self._faiss[0] == id(snap.embeddings):
+            if self._faiss is not None and self._faiss[0]() is snap.embeddings:
                 return self._faiss[1]
             import faiss
 
@@ -242,5 +245,5 @@ class MultiStepSearcher:
             if not index.is_trained:
                 index.train(vectors)
             index.add(vectors)
-            self._faiss = (id(snap.embeddings), index)
+            self._faiss = (weakref.ref(snap.embeddings), index)
             return index
