@@ -89,8 +89,14 @@ def test_agent_learns_and_updates_targets(tiny_bert_dir):
     after = agent.target_tensors()
     assert set(after) == set(before) and any(not torch.equal(before[k], after[k]) for k in after)
     assert torch.equal(frozen, model.state_encoder.model.embeddings.word_embeddings.weight)
-    # truncated transitions bootstrap from a recorded value of the final state
+    # truncated transitions bootstrap from a recorded value of the final state ...
     assert rollout.truncated.any()
+    cut = rollout.truncated
+    g = agent.returns(rollout)
+    torch.testing.assert_close(g[cut], rollout.rewards[cut] + 0.99 * rollout.next_values[cut])
+    # ... unless the step cap is configured to end the return (reference behaviour)
+    agent.config.bootstrap_truncation = False
+    torch.testing.assert_close(agent.returns(rollout)[cut], rollout.rewards[cut])
 
 
 def test_twin_forward_shares_frozen_layers_exactly(tiny_bert_dir):

@@ -13,7 +13,8 @@ Retrievers:
 Data comes from the training config tree (``conf/env/*.yaml``, held-out side): ``--env babilong
 --set env.task=qa1 --set env.eval_target_tokens=16000``, ``--env hotpotqa``, ``--env ruler``,
 ``--jsonl my.jsonl`` (custom format). Writes ``samples.jsonl`` (question, picked ids, support,
-em, f1, scores) and ``summary.json`` (fact_em, fact_f1, mean_steps, n, ...) to ``--out``.
+em, f1, and the Q-value of every pick as ``q_values``, or ``scores`` for the dense / BM25
+baselines) and ``summary.json`` (fact_em, fact_f1, mean_steps, n, reward, ...) to ``--out``.
 
 Metrics: fact EM = every supporting chunk was picked; fact F1 = F1 of picked vs supporting
 chunk ids.
@@ -285,6 +286,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     )
     if args.out:
         out = Path(args.out)
+        score_key = "scores" if args.baseline in ("dense", "bm25") else "q_values"
         lines = []
         for episode, result in zip(episodes, results):
             em, f1 = fact_metrics(result.picked, episode.support)
@@ -297,7 +299,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                         "support": list(episode.support),
                         "em": em,
                         "f1": f1,
-                        "scores": result.scores,
+                        score_key: result.scores,
                     },
                     ensure_ascii=False,
                 )

@@ -69,6 +69,10 @@ class PQNConfig:
     """The soft-greedy policy and the soft values use only the top-k available chunks."""
     accumulate_grads: int = 1
     """Rollouts (backward passes) per optimiser step."""
+    bootstrap_truncation: bool = True
+    """Bootstrap from ``V`` where the step cap cut an episode (a truncation). ``False`` ends the
+    return there like a termination (``G = r``), as the reference code does; with
+    ``never_terminate`` feedback that anchors the values to the finite horizon."""
     learning_start: int = 400
     """Environment transitions at the start of training acted uniformly at random."""
     micro_batch: int | None = None
@@ -384,9 +388,8 @@ class PQNAgent:
     def returns(self, rollout: Rollout) -> torch.Tensor:
         """Q(lambda) targets ``(T, B)`` of a rollout."""
         c = self.config
-        return q_lambda_returns(
-            rollout.rewards, rollout.terminated, rollout.truncated, rollout.next_values, c.gamma, c.lam
-        )
+        terminated = rollout.terminated if c.bootstrap_truncation else rollout.terminated | rollout.truncated
+        return q_lambda_returns(rollout.rewards, terminated, rollout.truncated, rollout.next_values, c.gamma, c.lam)
 
     def learn(self, rollout: Rollout) -> dict[str, float]:
         """One backward pass on a rollout; an optimiser step every ``accumulate_grads`` calls.
