@@ -280,7 +280,11 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     return Trainer(cfg).train()
 
 
-@hydra.main(version_base="1.3", config_path="conf", config_name="train")
+#: The Hydra config tree (an absolute path, so the console script and ``python -m`` both find it).
+CONF_DIR = str(Path(__file__).resolve().parent / "conf")
+
+
+@hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="train")
 def main(cfg: DictConfig) -> None:
     """Entry point of ``qrag-train``."""
     run(cfg)
