@@ -69,10 +69,11 @@ class PQNConfig:
     """The soft-greedy policy and the soft values use only the top-k available chunks."""
     accumulate_grads: int = 1
     """Rollouts (backward passes) per optimiser step."""
-    bootstrap_truncation: bool = True
-    """Bootstrap from ``V`` where the step cap cut an episode (a truncation). ``False`` ends the
-    return there like a termination (``G = r``), as the reference code does; with
-    ``never_terminate`` feedback that anchors the values to the finite horizon."""
+    bootstrap_truncation: bool = False
+    """Bootstrap from ``V`` where the step cap cut an episode (a truncation). ``False`` (default)
+    ends the return there like a termination (``G = r``), as the reference code does; with
+    ``never_terminate`` feedback that anchors the values to the finite horizon (bootstrapping
+    drove Q above the maximum return in our CPU runs)."""
     learning_start: int = 400
     """Environment transitions at the start of training acted uniformly at random."""
     micro_batch: int | None = None
