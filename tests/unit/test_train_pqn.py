@@ -92,6 +92,7 @@ def test_agent_learns_and_updates_targets(tiny_bert_dir):
     # truncated transitions bootstrap from a recorded value of the final state ...
     assert rollout.truncated.any()
     cut = rollout.truncated
+    agent.config.bootstrap_truncation = True
     g = agent.returns(rollout)
     torch.testing.assert_close(g[cut], rollout.rewards[cut] + 0.99 * rollout.next_values[cut])
     # ... unless the step cap is configured to end the return (reference behaviour)
