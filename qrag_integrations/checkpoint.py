@@ -26,6 +26,7 @@ from qrag_integrations.atomic import atomic_dir
 from qrag_integrations.config import QRAGConfig
 from qrag_integrations.encoder import MeanPoolEncoder
 from qrag_integrations.errors import CheckpointError
+from qrag_integrations.manifests import read_manifest_file
 from qrag_integrations.model import QRAGModel
 
 FORMAT_NAME = "qrag-checkpoint"
@@ -149,21 +150,7 @@ def model_card(manifest: dict[str, Any], notes: str = "") -> str:
 
 def read_manifest(path: Path) -> dict[str, Any]:
     """Read and check ``qrag_config.json``."""
-    file = path / CONFIG_FILE
-    try:
-        manifest = json.loads(file.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise CheckpointError(f"{path} is not a Q-RAG checkpoint: {CONFIG_FILE} is missing") from exc
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise CheckpointError(f"corrupt {file}: {exc}") from exc
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT_NAME:
-        raise CheckpointError(f"{file} is not a {FORMAT_NAME} manifest")
-    version = manifest.get("format_version")
-    if not isinstance(version, int) or version > FORMAT_VERSION:
-        raise CheckpointError(
-            f"{file} has format_version {version!r}; this library reads up to {FORMAT_VERSION}"
-        )
-    return manifest
+    return read_manifest_file(path, CONFIG_FILE, FORMAT_NAME, FORMAT_VERSION, "Q-RAG checkpoint", CheckpointError)
 
 
 def _load_encoder_dir(folder: Path, scale: float) -> MeanPoolEncoder:

@@ -23,6 +23,7 @@ from safetensors.torch import load_file, save_file
 
 from qrag_integrations.atomic import atomic_dir
 from qrag_integrations.errors import IndexMismatchError, QRAGError
+from qrag_integrations.manifests import read_manifest_file
 
 INDEX_FORMAT = "qrag-index"
 INDEX_FORMAT_VERSION = 1
@@ -252,18 +253,7 @@ class ChunkIndex:
     @staticmethod
     def read_manifest(path: str | os.PathLike[str]) -> dict[str, Any]:
         """The ``index.json`` of a saved index, checked."""
-        file = Path(path) / MANIFEST_FILE
-        try:
-            manifest = json.loads(file.read_text(encoding="utf-8"))
-        except FileNotFoundError as exc:
-            raise QRAGError(f"{path} is not a saved index: {MANIFEST_FILE} is missing") from exc
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise QRAGError(f"corrupt {file}: {exc}") from exc
-        if not isinstance(manifest, dict) or manifest.get("format") != INDEX_FORMAT:
-            raise QRAGError(f"{file} is not a {INDEX_FORMAT} manifest")
-        if manifest.get("format_version", 0) > INDEX_FORMAT_VERSION:
-            raise QRAGError(f"{file}: format_version {manifest.get('format_version')} is newer than this library")
-        return manifest
+        return read_manifest_file(Path(path), MANIFEST_FILE, INDEX_FORMAT, INDEX_FORMAT_VERSION, "saved index")
 
     @classmethod
     def load(

@@ -1,0 +1,45 @@
+"""Reading the JSON manifests that describe saved folders (checkpoints, indexes)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from qrag_integrations.errors import QRAGError
+
+
+def read_manifest_file(
+    folder: Path,
+    name: str,
+    format_name: str,
+    max_version: int,
+    what: str,
+    error: type[QRAGError] = QRAGError,
+) -> dict[str, Any]:
+    """Read ``folder/name`` and check its ``format`` and ``format_version``.
+
+    Args:
+        folder: the saved folder.
+        name: manifest file name inside it.
+        format_name: expected value of ``"format"``.
+        max_version: newest ``format_version`` this library reads.
+        what: what the folder should be, for messages ("Q-RAG checkpoint", "saved index").
+        error: exception class to raise.
+
+    Raises:
+        error: missing, unreadable, foreign or too new manifest, with the file named.
+    """
+    file = folder / name
+    try:
+        manifest = json.loads(file.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise error(f"{folder} is not a {what}: {name} is missing") from exc
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise error(f"corrupt {file}: {exc}") from exc
+    if not isinstance(manifest, dict) or manifest.get("format") != format_name:
+        raise error(f"{file} is not a {format_name} manifest")
+    version = manifest.get("format_version")
+    if not isinstance(version, int) or version > max_version:
+        raise error(f"{file} has format_version {version!r}; this library reads up to {max_version}")
+    return manifest
