@@ -84,7 +84,7 @@ class QRAGConfig:
         return data
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "QRAGConfig":
+    def from_dict(cls, data: dict[str, Any]) -> QRAGConfig:
         """Build from :meth:`to_dict` output; unknown keys are an error naming them."""
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)

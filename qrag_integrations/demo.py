@@ -42,8 +42,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--device", default="cpu")
     args = parser.parse_args(argv)
 
-    from langchain_core.prompts import ChatPromptTemplate
     from langchain_core.output_parsers import StrOutputParser
+    from langchain_core.prompts import ChatPromptTemplate
     from langchain_core.runnables import RunnableLambda, RunnablePassthrough
     from llama_index.core.llms import MockLLM
     from llama_index.core.query_engine import RetrieverQueryEngine

@@ -258,7 +258,7 @@ class ChunkIndex:
     @classmethod
     def load(
         cls, path: str | os.PathLike[str], expected_dim: int | None = None, device: str | torch.device = "cpu"
-    ) -> "ChunkIndex":
+    ) -> ChunkIndex:
         """Load an index folder written by :meth:`save` (no pickle).
 
         Raises:

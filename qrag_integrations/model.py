@@ -53,7 +53,7 @@ class QRAGModel(nn.Module):
         config: QRAGConfig | None = None,
         device: str | torch.device = "cpu",
         dtype: torch.dtype = torch.float32,
-    ) -> "QRAGModel":
+    ) -> QRAGModel:
         """An untrained Q-RAG model: both encoders are copies of ``config.base_model``."""
         config = config or QRAGConfig()
         base, tokenizer = load_base(config.base_model)
@@ -67,7 +67,7 @@ class QRAGModel(nn.Module):
         checkpoint: str | None = None,
         device: str | torch.device = "cpu",
         dtype: torch.dtype = torch.float32,
-    ) -> "QRAGModel":
+    ) -> QRAGModel:
         """Load a checkpoint folder (see :func:`qrag_integrations.checkpoint.load_model`)."""
         from qrag_integrations.checkpoint import load_model
 

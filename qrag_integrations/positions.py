@@ -37,7 +37,7 @@ def relative_positions_at(
     """
     max_value = int(span * step)
     ranks = np.asarray(ranks, dtype=np.int64)
-    bounds = np.array(sorted(set(int(r) for r in picked_ranks)), dtype=np.int64)
+    bounds = np.array(sorted({int(r) for r in picked_ranks}), dtype=np.int64)
     # segment j covers [starts[j], ends[j]); segment 0 starts at 0, segment j>0 at bounds[j-1]
     starts = np.concatenate([[0], bounds])
     ends = np.concatenate([bounds, [n]])
@@ -63,7 +63,7 @@ def relative_runs(
     """
     max_value = int(span * step)
     runs: list[tuple[int, int, int]] = []
-    bounds = sorted(set(int(r) for r in picked_ranks)) + [n]
+    bounds = sorted({int(r) for r in picked_ranks}) + [n]
     start = 0
     for seg, end in enumerate(bounds):
         length = end - start

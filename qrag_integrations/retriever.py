@@ -156,7 +156,7 @@ class QRAGRetriever(LCBaseRetriever, LIBaseRetriever):
         checkpoint: str | None = None,
         k: int = 4,
         **kwargs: Any,
-    ) -> "QRAGRetriever":
+    ) -> QRAGRetriever:
         """Index raw texts, each one chunk of one shared document in the given order.
 
         Args:
@@ -179,7 +179,7 @@ class QRAGRetriever(LCBaseRetriever, LIBaseRetriever):
         k: int = 4,
         text_splitter: Any = None,
         **kwargs: Any,
-    ) -> "QRAGRetriever":
+    ) -> QRAGRetriever:
         """Index LangChain ``Document``\\ s or LlamaIndex ``Document``/nodes.
 
         Args:
@@ -197,14 +197,14 @@ class QRAGRetriever(LCBaseRetriever, LIBaseRetriever):
     @classmethod
     def from_nodes(
         cls, nodes: Sequence[BaseNode], checkpoint: str | None = None, k: int = 4, **kwargs: Any
-    ) -> "QRAGRetriever":
+    ) -> QRAGRetriever:
         """Index LlamaIndex nodes (ids, metadata and source document are kept)."""
         return cls.from_documents(list(nodes), checkpoint=checkpoint, k=k, **kwargs)
 
     @classmethod
     def from_llama_index(
         cls, index: Any, checkpoint: str | None = None, k: int = 4, **kwargs: Any
-    ) -> "QRAGRetriever":
+    ) -> QRAGRetriever:
         """Re-index the nodes of an existing LlamaIndex index (e.g. a ``VectorStoreIndex``).
 
         The nodes come from its docstore; chunk embeddings are recomputed with the Q-RAG chunk
@@ -223,7 +223,7 @@ class QRAGRetriever(LCBaseRetriever, LIBaseRetriever):
         checkpoint: str | None = None,
         k: int = 4,
         **kwargs: Any,
-    ) -> "QRAGRetriever":
+    ) -> QRAGRetriever:
         """Re-index the documents of a LangChain vector store.
 
         Args:
@@ -428,7 +428,7 @@ class QRAGRetriever(LCBaseRetriever, LIBaseRetriever):
         try:
             hits = self.search([inputs[i] for i in good], k=kwargs.get("k"),
                                filter=kwargs.get("filter"), stop_threshold=kwargs.get("stop_threshold"))
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - reported per input, like Runnable.batch
             for i in good:
                 results[i] = exc
         else:
@@ -502,7 +502,7 @@ class QRAGRetriever(LCBaseRetriever, LIBaseRetriever):
             )
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str], device: str | None = None) -> "QRAGRetriever":
+    def load(cls, path: str | os.PathLike[str], device: str | None = None) -> QRAGRetriever:
         """Load a retriever written by :meth:`save` (every setting kept; no pickle).
 
         Raises:
