@@ -61,6 +61,29 @@ def _score_dtype(emb: torch.Tensor) -> torch.dtype:
     return torch.float32 if emb.device.type == "cpu" else emb.dtype
 
 
+def _cpu_fp32(emb: torch.Tensor) -> bool:
+    return emb.device.type == "cpu" and emb.dtype == torch.float32 and emb.is_contiguous()
+
+
+def _scan_run_cpu(emb: torch.Tensor, lo: int, hi: int, vec: torch.Tensor, taken: list[int]) -> tuple[int, float]:
+    """Best row of ``emb[lo:hi] @ vec`` for a contiguous CPU float32 ``emb``, skipping ``taken``
+    rows (absolute ranks).
+
+    torch's fp32 matrix-vector product (MKL sgemv) reads the rows at about 40% of memory
+    bandwidth on CPU; ``faiss.knn`` (one query: exhaustive inner products, single thread) is
+    bandwidth-bound, 2.6x faster on 400K x 384, and reads ``emb`` in place (no copy).
+    """
+    import faiss
+
+    skip = [t - lo for t in taken if lo <= t < hi]
+    k = min(hi - lo, 1 + len(skip))
+    d, i = faiss.knn(vec.numpy()[None], emb[lo:hi].numpy(), k, metric=faiss.METRIC_INNER_PRODUCT)
+    for q, r in zip(d[0].tolist(), i[0].tolist()):
+        if r >= 0 and r not in skip:
+            return lo + r, q
+    return -1, -float("inf")
+
+
 class MultiStepSearcher:
     """Runs Q-RAG's greedy multi-step search for one model over one index."""
 
@@ -165,7 +188,7 @@ class MultiStepSearcher:
     def _best_shared_layout(self, emb: torch.Tensor, states: torch.Tensor, n: int) -> list[tuple[int, float, int]]:
         """First step: no picks, so every question shares one layout; one pass serves the batch."""
         runs = self._runs(n, [])
-        if runs is None:
+        if runs is None or (states.shape[0] == 1 and _cpu_fp32(emb)):
             return [self._best_one(emb, states[i], [], n) for i in range(states.shape[0])]
         rotated = self._rotated_states(states, [p for _, _, p in runs])
         dtype = _score_dtype(emb)
@@ -198,6 +221,13 @@ class MultiStepSearcher:
                 best = self._update_best(best, scores, lo, taken, lambda r: r)
             return best
         rotated = self._rotated_states(state.unsqueeze(0), [p for _, _, p in runs])[:, 0]
+        if _cpu_fp32(emb):
+            taken_list = sorted(picked)
+            for (a, b, p), rot in zip(runs, rotated):
+                rank, q = _scan_run_cpu(emb, a, b, rot.float().contiguous(), taken_list)
+                if q > best[1]:
+                    best = (rank, q, p)
+            return best
         for (a, b, p), rot in zip(runs, rotated):
             rot = rot.to(dtype)
             for lo in range(a, b, self.settings.block_size):
