@@ -16,21 +16,9 @@ from typing import Any
 import pytest
 from conftest import build_tiny_bert
 from langchain_tests.integration_tests import RetrieversIntegrationTests
+from retriever_corpus import BABI_TEXTS
 
 from qrag_integrations import QRAGRetriever
-
-TEXTS = [
-    "Mary moved to the bathroom.",
-    "Sandra journeyed to the bedroom.",
-    "John picked up the football.",
-    "Mary went back to the kitchen.",
-    "Daniel travelled to the office.",
-    "John went to the garden.",
-    "Sandra went to the hallway.",
-    "Daniel picked up the milk.",
-    "The sky is blue.",
-    "Fred dropped the apple.",
-]
 
 
 @functools.cache
@@ -52,7 +40,7 @@ class TestQRAGRetrieverStandard(RetrieversIntegrationTests):
 
     @property
     def retriever_constructor_params(self) -> dict[str, Any]:
-        return {"texts": list(TEXTS), "checkpoint": _tiny_bert_path()}
+        return {"texts": list(BABI_TEXTS), "checkpoint": _tiny_bert_path()}
 
     @property
     def retriever_query_example(self) -> str:

@@ -293,57 +293,63 @@ def test_reference_checkpoint_folder_points_to_importer(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------------------------
 # atomic saves
 # --------------------------------------------------------------------------------------------
+@pytest.fixture()
+def failed_save_keeps_previous(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """``check(model, target, name, error, message, seed=..., only_trainable=...)``: save
+    ``model`` to ``tmp_path / "ckpt"``, ``perturb`` it with ``seed`` if given, make
+    ``target.name`` raise ``error``, and check that the second save fails with it and leaves the
+    first checkpoint untouched. The patch stays in place for the rest of the test."""
+
+    def check(
+        model: QRAGModel,
+        target: object,
+        name: str,
+        error: type[BaseException],
+        message: str | None = None,
+        *,
+        seed: int | None = None,
+        only_trainable: bool = False,
+    ) -> None:
+        out = tmp_path / "ckpt"
+        save_pretrained(model, out)
+        before = folder_digest(out)
+        if seed is not None:
+            perturb(model, seed, only_trainable=only_trainable)
+
+        def boom(*args, **kwargs):
+            raise error if message is None else error(message)
+
+        monkeypatch.setattr(target, name, boom)
+        with pytest.raises(error, match=message):
+            save_pretrained(model, out)
+        assert folder_digest(out) == before
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt"]
+
+    return check
+
+
 def test_failed_partial_save_keeps_previous_checkpoint(
-    partial_model: QRAGModel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    partial_model: QRAGModel, failed_save_keeps_previous
 ) -> None:
-    out = tmp_path / "ckpt"
-    save_pretrained(partial_model, out)
-    before = folder_digest(out)
-    perturb(partial_model, 7, only_trainable=True)
-
-    def boom(*args, **kwargs):
-        raise OSError("disk full")
-
-    monkeypatch.setattr(ckpt_mod, "save_file", boom)
-    with pytest.raises(OSError, match="disk full"):
-        save_pretrained(partial_model, out)
-    assert folder_digest(out) == before
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt"]
+    failed_save_keeps_previous(
+        partial_model, ckpt_mod, "save_file", OSError, "disk full", seed=7, only_trainable=True
+    )
 
 
 def test_failed_tokenizer_save_keeps_previous_checkpoint(
-    full_model: QRAGModel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    full_model: QRAGModel, failed_save_keeps_previous
 ) -> None:
-    out = tmp_path / "ckpt"
-    save_pretrained(full_model, out)
-    before = folder_digest(out)
-
-    def boom(*args, **kwargs):
-        raise RuntimeError("tokenizer exploded")
-
-    monkeypatch.setattr(full_model.tokenizer, "save_pretrained", boom)
-    with pytest.raises(RuntimeError, match="tokenizer exploded"):
-        save_pretrained(full_model, out)
-    assert folder_digest(out) == before
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt"]
+    failed_save_keeps_previous(
+        full_model, full_model.tokenizer, "save_pretrained", RuntimeError, "tokenizer exploded"
+    )
 
 
 def test_failure_after_first_encoder_written(
-    full_model: QRAGModel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    full_model: QRAGModel, tmp_path: Path, failed_save_keeps_previous
 ) -> None:
-    out = tmp_path / "ckpt"
-    save_pretrained(full_model, out)
-    before = folder_digest(out)
-    perturb(full_model, 8)
-
-    def boom(*args, **kwargs):
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(full_model.chunk_encoder.model, "save_pretrained", boom)
-    with pytest.raises(KeyboardInterrupt):
-        save_pretrained(full_model, out)
-    assert folder_digest(out) == before
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt"]
+    failed_save_keeps_previous(
+        full_model, full_model.chunk_encoder.model, "save_pretrained", KeyboardInterrupt, seed=8
+    )
     # a failed first save leaves nothing at all
     fresh = tmp_path / "fresh"
     with pytest.raises(KeyboardInterrupt):

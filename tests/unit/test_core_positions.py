@@ -25,24 +25,13 @@ THETA = 10000.0
 # --------------------------------------------------------------------------------------------
 # reference implementations, written from the paper / reference code description
 # --------------------------------------------------------------------------------------------
-def reference_relative_float32(n: int, picks: list[int], step: int, span: float = 0.9) -> np.ndarray:
-    """The reference code's loop: float32 storage of ``linspace(0, M, L) + offset`` per segment,
-    an empty segment still advances the offset, then an int32 cast (truncation) for the lookup."""
+def _reference_relative(
+    n: int, picks: list[int], step: int, span: float, dtype: type[np.floating]
+) -> np.ndarray:
+    """The reference code's loop with ``dtype`` storage: ``linspace(0, M, L) + offset`` per
+    segment, an empty segment still advances the offset."""
     max_value = int(span * step)
-    result = np.zeros(n, dtype=np.float32)
-    current, start = 0, 0
-    for end in sorted(picks) + [n]:
-        if end > start:
-            result[start:end] = np.linspace(0, max_value, end - start) + current
-            start = end
-        current += step
-    return result.astype(np.int32).astype(np.int64)
-
-
-def reference_relative_float64(n: int, picks: list[int], step: int, span: float = 0.9) -> np.ndarray:
-    """Same loop in float64, unrounded (floor applied by the caller)."""
-    max_value = int(span * step)
-    result = np.zeros(n, dtype=np.float64)
+    result = np.zeros(n, dtype=dtype)
     current, start = 0, 0
     for end in sorted(picks) + [n]:
         if end > start:
@@ -50,6 +39,17 @@ def reference_relative_float64(n: int, picks: list[int], step: int, span: float 
             start = end
         current += step
     return result
+
+
+def reference_relative_float32(n: int, picks: list[int], step: int, span: float = 0.9) -> np.ndarray:
+    """The reference code's loop: float32 storage of ``linspace(0, M, L) + offset`` per segment,
+    an empty segment still advances the offset, then an int32 cast (truncation) for the lookup."""
+    return _reference_relative(n, picks, step, span, np.float32).astype(np.int32).astype(np.int64)
+
+
+def reference_relative_float64(n: int, picks: list[int], step: int, span: float = 0.9) -> np.ndarray:
+    """Same loop in float64, unrounded (floor applied by the caller)."""
+    return _reference_relative(n, picks, step, span, np.float64)
 
 
 def exact_relative(n: int, picks: list[int], step: int, span: float = 0.9) -> np.ndarray:

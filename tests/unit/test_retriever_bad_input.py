@@ -8,22 +8,18 @@ import asyncio
 import pytest
 from langchain_core.documents import Document as LCDocument
 from llama_index.core.schema import TextNode
+from retriever_corpus import BABI_QUESTIONS, BABI_TEXTS, build_retriever
 
 from qrag_integrations import CheckpointError, QRAGError, QRAGRetriever
 
-QUESTION = "Where is the football?"
-TEXTS = [
-    "Mary moved to the bathroom.",
-    "John picked up the football.",
-    "John went to the garden.",
-    "Daniel picked up the milk.",
-    "The sky is blue.",
-]
+QUESTION = BABI_QUESTIONS[0]
+# Five chunks of the shared corpus (a k=50 test expects steps 1..5).
+TEXTS = [BABI_TEXTS[i] for i in (0, 2, 5, 7, 8)]
 
 
 @pytest.fixture(scope="module")
 def retriever(tiny_bert_dir) -> QRAGRetriever:
-    return QRAGRetriever.from_texts(TEXTS, checkpoint=str(tiny_bert_dir), k=2)
+    return build_retriever(tiny_bert_dir, TEXTS, k=2)
 
 
 def test_qrag_error_is_a_value_error():
@@ -32,7 +28,7 @@ def test_qrag_error_is_a_value_error():
 
 
 # -- queries ---------------------------------------------------------------------------------------
-@pytest.mark.parametrize(
+NON_STRING_QUERIES = pytest.mark.parametrize(
     ("query", "message"),
     [
         (None, "query must be a string, got NoneType"),
@@ -41,6 +37,9 @@ def test_qrag_error_is_a_value_error():
     ],
     ids=["none", "int", "list"],
 )
+
+
+@NON_STRING_QUERIES
 def test_non_string_query_via_langchain(retriever, query, message):
     with pytest.raises(QRAGError, match=message):
         retriever.invoke(query)
@@ -48,15 +47,7 @@ def test_non_string_query_via_langchain(retriever, query, message):
         asyncio.run(retriever.ainvoke(query))
 
 
-@pytest.mark.parametrize(
-    ("query", "message"),
-    [
-        (None, "query must be a string, got NoneType"),
-        (3, "query must be a string, got int"),
-        (["a"], "query must be a string, got list"),
-    ],
-    ids=["none", "int", "list"],
-)
+@NON_STRING_QUERIES
 def test_non_string_query_via_llamaindex(retriever, query, message):
     with pytest.raises(QRAGError, match=message):
         retriever.retrieve(query)

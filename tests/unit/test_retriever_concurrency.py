@@ -7,32 +7,13 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from retriever_corpus import BABI_QUESTIONS, BABI_TEXTS, build_retriever, chunk_ids
 
 from qrag_integrations import QRAGRetriever
 
-QUESTIONS = [
-    "Where is the football?",
-    "Where is Mary?",
-    "What did Daniel pick up?",
-    "Where is Sandra?",
-    "Who dropped the apple?",
-    "Where did John go?",
-    "What colour is the sky?",
-    "Where is the milk?",
-]
-TEXTS = [
-    "Mary moved to the bathroom.",
-    "Sandra journeyed to the bedroom.",
-    "John picked up the football.",
-    "Mary went back to the kitchen.",
-    "Daniel travelled to the office.",
-    "John went to the garden.",
-    "Sandra went to the hallway.",
-    "Daniel picked up the milk.",
-    "The sky is blue.",
-    "Fred dropped the apple.",
-]
-IDS = [f"c{i}" for i in range(len(TEXTS))]
+QUESTIONS = list(BABI_QUESTIONS)
+TEXTS = list(BABI_TEXTS)
+IDS = chunk_ids(TEXTS)
 
 
 def summary(docs) -> list[tuple[str, str, int, int]]:
@@ -47,7 +28,7 @@ def q_values(docs) -> list[float]:
 
 @pytest.fixture
 def retriever(tiny_bert_dir) -> QRAGRetriever:
-    return QRAGRetriever.from_texts(TEXTS, ids=IDS, checkpoint=str(tiny_bert_dir), k=3)
+    return build_retriever(tiny_bert_dir, TEXTS, ids=IDS, k=3)
 
 
 def test_threads_get_the_same_results_as_sequential_calls(retriever):

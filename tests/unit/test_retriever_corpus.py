@@ -6,23 +6,13 @@ from typing import Any
 
 import pytest
 from langchain_core.documents import Document as LCDocument
+from retriever_corpus import BABI_QUESTIONS, BABI_TEXTS, build_retriever, chunk_ids
 
 from qrag_integrations import QRAGError, QRAGRetriever
 
-QUESTIONS = ["Where is the football?", "Where is Mary?", "What did Daniel pick up?"]
-TEXTS = [
-    "Mary moved to the bathroom.",
-    "Sandra journeyed to the bedroom.",
-    "John picked up the football.",
-    "Mary went back to the kitchen.",
-    "Daniel travelled to the office.",
-    "John went to the garden.",
-    "Sandra went to the hallway.",
-    "Daniel picked up the milk.",
-    "The sky is blue.",
-    "Fred dropped the apple.",
-]
-IDS = [f"c{i}" for i in range(len(TEXTS))]
+QUESTIONS = list(BABI_QUESTIONS[:3])
+TEXTS = list(BABI_TEXTS)
+IDS = chunk_ids(TEXTS)
 METAS = [{"n": i} for i in range(len(TEXTS))]
 
 
@@ -54,7 +44,7 @@ def assert_equivalent(a: QRAGRetriever, b: QRAGRetriever, k: int = 4) -> None:
 def make(tiny_bert_dir):
     def build(texts=(), **kwargs: Any) -> QRAGRetriever:
         kwargs.setdefault("k", 4)
-        return QRAGRetriever.from_texts(list(texts), checkpoint=str(tiny_bert_dir), **kwargs)
+        return build_retriever(tiny_bert_dir, texts, **kwargs)
 
     return build
 

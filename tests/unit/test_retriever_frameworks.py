@@ -25,25 +25,15 @@ from llama_index.core.node_parser import SentenceSplitter
 from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.retrievers import BaseRetriever as LIBaseRetriever
 from llama_index.core.schema import TextNode
+from retriever_corpus import BABI_QUESTIONS, BABI_TEXTS, build_retriever, chunk_ids
 
 from qrag_integrations import QRAGError, QRAGRetriever
 
-QUESTION = "Where is the football?"
-TEXTS = [
-    "Mary moved to the bathroom.",
-    "Sandra journeyed to the bedroom.",
-    "John picked up the football.",
-    "Mary went back to the kitchen.",
-    "Daniel travelled to the office.",
-    "John went to the garden.",
-    "Sandra went to the hallway.",
-    "Daniel picked up the milk.",
-    "The sky is blue.",
-    "Fred dropped the apple.",
-    "Bill journeyed to the north.",
-    "Emma went to the city.",
-]
-IDS = [f"c{i}" for i in range(len(TEXTS))]
+QUESTION = BABI_QUESTIONS[0]
+# The shared ten chunks plus two more, in this order: tests slice TEXTS[:6] / TEXTS[6:] and
+# filter on even / odd rows.
+TEXTS = [*BABI_TEXTS, "Bill journeyed to the north.", "Emma went to the city."]
+IDS = chunk_ids(TEXTS)
 METAS = [{"src": "even" if i % 2 == 0 else "odd", "n": i} for i in range(len(TEXTS))]
 QRAG_KEYS = {"qrag_step", "qrag_q_value", "qrag_position", "score"}
 
@@ -75,16 +65,14 @@ def format_docs(docs: list[LCDocument]) -> str:
 @pytest.fixture(scope="module")
 def retriever(tiny_bert_dir) -> QRAGRetriever:
     """Shared, never modified: 12 chunks with ids and metadata, k=3."""
-    return QRAGRetriever.from_texts(
-        TEXTS, metadatas=METAS, ids=IDS, checkpoint=str(tiny_bert_dir), k=3
-    )
+    return build_retriever(tiny_bert_dir, TEXTS, metadatas=METAS, ids=IDS, k=3)
 
 
 @pytest.fixture
 def make(tiny_bert_dir):
     def build(texts=TEXTS, **kwargs: Any) -> QRAGRetriever:
         kwargs.setdefault("k", 3)
-        return QRAGRetriever.from_texts(list(texts), checkpoint=str(tiny_bert_dir), **kwargs)
+        return build_retriever(tiny_bert_dir, texts, **kwargs)
 
     return build
 
@@ -328,7 +316,7 @@ def test_per_call_k_override(retriever):
 
 
 # -- batch and async ----------------------------------------------------------------------------------
-QUESTIONS = [QUESTION, "Where is Mary?", "What did Daniel pick up?"]
+QUESTIONS = list(BABI_QUESTIONS[:3])
 
 
 def test_batch_equals_invokes_in_one_search(retriever, monkeypatch):

