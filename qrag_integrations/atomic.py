@@ -12,6 +12,18 @@ from pathlib import Path
 from typing import Any
 
 
+def _default_file_mode() -> int:
+    # os.umask can only be read by setting it; done once, at import.
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+#: Mode of files in folders written by :func:`atomic_dir` (some writers, e.g. safetensors,
+#: create 0600 files; saved checkpoints and indexes should be readable like any other file).
+FILE_MODE = _default_file_mode()
+
+
 @contextlib.contextmanager
 def atomic_dir(target: str | os.PathLike[str]) -> Iterator[Path]:
     """Yield a scratch folder next to ``target``; on success it replaces ``target`` in one rename.
@@ -28,6 +40,9 @@ def atomic_dir(target: str | os.PathLike[str]) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    for file in tmp.rglob("*"):
+        if file.is_file():
+            file.chmod(FILE_MODE)
     old = target.parent / f".{target.name}.old-{tag}"
     if target.exists():
         os.replace(target, old)
