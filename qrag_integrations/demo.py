@@ -37,7 +37,8 @@ def main(argv: list[str] | None = None) -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--checkpoint", default=None, help="checkpoint folder or HF encoder (default: shipped demo model)")
+    parser.add_argument("--checkpoint", default=None, help="checkpoint folder or HF encoder (default: the shipped demo checkpoint)")
+    parser.add_argument("--compare-untrained", action="store_true", help="also run the untrained packaged MiniLM on the same sample")
     parser.add_argument("--k", type=int, default=3, help="search steps")
     parser.add_argument("--device", default="cpu")
     args = parser.parse_args(argv)
@@ -49,11 +50,12 @@ def main(argv: list[str] | None = None) -> None:
     from llama_index.core.query_engine import RetrieverQueryEngine
 
     from qrag_integrations import QRAGRetriever
+    from qrag_integrations.defaults import default_checkpoint, demo_checkpoint
 
     sample = load_sample()
     chunks, support = sample["chunks"], set(sample["support"])
     ids = [f"s{i}" for i in range(len(chunks))]
-    retriever = QRAGRetriever.from_texts(chunks, ids=ids, checkpoint=args.checkpoint, k=args.k, device=args.device)
+    retriever = QRAGRetriever.from_texts(chunks, ids=ids, checkpoint=args.checkpoint or demo_checkpoint(), k=args.k, device=args.device)
     print(f"model: {retriever.checkpoint}")
     print(f"corpus: {len(chunks)} sentences (~{len(chunks) * 25} tokens), {len(support)} supporting facts hidden in noise")
     print(f"question: {sample['question']}   (answer: {sample['answer']})\n")
@@ -72,6 +74,11 @@ def main(argv: list[str] | None = None) -> None:
     )
     chain = {"context": retriever | format_docs, "question": RunnablePassthrough()} | prompt | RunnableLambda(context_reader) | StrOutputParser()
     print("  chain output:", chain.invoke(sample["question"]).replace("\n", "\n    "))
+
+    if args.compare_untrained:
+        plain = QRAGRetriever.from_texts(chunks, ids=ids, checkpoint=default_checkpoint(), k=args.k, device=args.device)
+        hits = {int(d.id[1:]) for d in plain.invoke(sample["question"])}
+        print(f"  untrained MiniLM on the same sample: supporting facts found {len(support & hits)}/{len(support)}")
 
     print("\nLlamaIndex: RetrieverQueryEngine with the same retriever object")
     engine = RetrieverQueryEngine.from_args(retriever, llm=MockLLM())
