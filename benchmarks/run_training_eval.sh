@@ -4,7 +4,7 @@
 # Usage: benchmarks/run_training_eval.sh "<methods>"   (methods: bm25 dense base best last)
 # Checkpoints are read from RUN (default runs/cpu-qa2-full), results go to OUT (default runs/eval).
 set -e
-cd /work/main && . .venv/bin/activate
+cd "$(dirname "$0")/.." && . .venv/bin/activate
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 common=(--env babilong --set env.task=qa2 --set env.eval_target_tokens=4000 --n 200 --seed 424242 --threads 1)
 for steps in 6 2; do
