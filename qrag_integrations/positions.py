@@ -80,13 +80,20 @@ def relative_runs(
     return runs
 
 
-def layout(mode: PositionMode, n: int, picked_ranks: Sequence[int], step: int, span: float) -> np.ndarray:
-    """Positions of ``n`` chunks in document order for any position mode."""
+def positions_at(
+    mode: PositionMode, ranks: np.ndarray, n: int, picked_ranks: Sequence[int], step: int, span: float
+) -> np.ndarray:
+    """Positions of the chunks at ``ranks`` (document order) among ``n``, for any position mode."""
     if mode is PositionMode.RELATIVE:
-        return relative_layout(n, picked_ranks, step, span)
+        return relative_positions_at(ranks, n, picked_ranks, step, span)
     if mode is PositionMode.ABSOLUTE:
-        return np.arange(n, dtype=np.int64)
-    return np.zeros(n, dtype=np.int64)
+        return np.asarray(ranks, dtype=np.int64)
+    return np.zeros(len(ranks), dtype=np.int64)
+
+
+def layout(mode: PositionMode, n: int, picked_ranks: Sequence[int], step: int, span: float) -> np.ndarray:
+    """Positions of all ``n`` chunks in document order for any position mode."""
+    return positions_at(mode, np.arange(n), n, picked_ranks, step, span)
 
 
 def layout_runs(

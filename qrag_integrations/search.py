@@ -12,17 +12,16 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 
-from qrag_integrations.config import PositionMode
 from qrag_integrations.errors import QRAGError
 from qrag_integrations.index import Chunk, ChunkIndex, MetadataFilter, Snapshot
 from qrag_integrations.model import QRAGModel
-from qrag_integrations.positions import layout_runs, relative_positions_at, rotate
+from qrag_integrations.positions import layout_runs, positions_at, rotate
 
 
 @dataclass(frozen=True)
@@ -52,8 +51,6 @@ class SearchSettings:
     """FAISS pre-selection is used only for indexes at least this big."""
     faiss_factory: str = "Flat"
     """``faiss.index_factory`` string of the candidate index (``"Flat"``, ``"HNSW32"``, ...)."""
-    extra: dict[str, Any] = field(default_factory=dict)
-    """Reserved for forward-compatible settings."""
 
 
 def _score_dtype(emb: torch.Tensor) -> torch.dtype:
@@ -170,11 +167,7 @@ class MultiStepSearcher:
 
     def _positions(self, ranks: np.ndarray, n: int, picked: list[int]) -> np.ndarray:
         cfg = self.model.config
-        if cfg.position_mode is PositionMode.RELATIVE:
-            return relative_positions_at(ranks, n, picked, cfg.relative_step, cfg.relative_span)
-        if cfg.position_mode is PositionMode.ABSOLUTE:
-            return np.asarray(ranks, dtype=np.int64)
-        return np.zeros(len(ranks), dtype=np.int64)
+        return positions_at(cfg.position_mode, ranks, n, picked, cfg.relative_step, cfg.relative_span)
 
     def _runs(self, n: int, picked: list[int]) -> list[tuple[int, int, int]] | None:
         cfg = self.model.config
@@ -254,7 +247,8 @@ class MultiStepSearcher:
         index = self._faiss_index(snap)
         want = min(n, self.settings.faiss_candidates + len(picked))  # type: ignore[operator]
         _, cand = index.search(state.detach().cpu().numpy()[None].astype(np.float32), want)
-        cand = np.array([c for c in cand[0] if c >= 0 and c not in set(picked)], dtype=np.int64)
+        taken = set(picked)
+        cand = np.array([c for c in cand[0] if c >= 0 and c not in taken], dtype=np.int64)
         if cand.size == 0:
             return self._best_one(snap.embeddings, state, picked, n)
         positions = self._positions(cand, n, picked)
