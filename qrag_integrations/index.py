@@ -162,15 +162,8 @@ class ChunkIndex:
             raise IndexMismatchError(
                 f"expected embeddings of shape ({n}, {self.embedding_dim}), got {tuple(embeddings.shape)}"
             )
-        for name, seq in (("metadatas", metadatas), ("ids", ids)):
-            if len(seq) != n:
-                raise QRAGError(f"{name} has {len(seq)} entries for {n} texts")
-        if len(set(ids)) != n:
-            raise QRAGError("ids must be unique")
         with self._lock:
-            clash = [i for i in ids if i in self._row_of]
-            if clash:
-                raise QRAGError(f"ids already in the index: {clash[:5]}")
+            self.check_new(n, metadatas, ids)
             if doc_ids is None:
                 doc_ids = [f"doc-{uuid.uuid4().hex}"] * n
             doc_ids = [str(d) for d in doc_ids]
@@ -204,6 +197,24 @@ class ChunkIndex:
                 emb = emb[torch.tensor(perm, device=self.device)]
             self._swap(Snapshot(tuple(chunks), emb))
         return ids
+
+    def check_new(
+        self, n: int, metadatas: Sequence[Any] | None = None, ids: Sequence[str] | None = None
+    ) -> None:
+        """Raise :class:`QRAGError` if ``n`` new chunks with these metadatas / ids cannot be added
+        (wrong lengths, repeated ids, ids already present). Callers use it to fail before the
+        costly embedding; :meth:`add` checks again under its lock.
+        """
+        for name, seq in (("metadatas", metadatas), ("ids", ids)):
+            if seq is not None and len(seq) != n:
+                raise QRAGError(f"{name} has {len(seq)} entries for {n} texts")
+        if ids is None:
+            return
+        if len(set(ids)) != n:
+            raise QRAGError("ids must be unique")
+        clash = [i for i in ids if i in self._row_of]
+        if clash:
+            raise QRAGError(f"ids already in the index: {clash[:5]} (delete them first)")
 
     def delete(self, ids: Sequence[str]) -> int:
         """Remove chunks by id; unknown ids are ignored. Returns how many were removed."""

@@ -338,17 +338,9 @@ class QRAGRetriever(LCBaseRetriever, LIBaseRetriever):
     ) -> list[str]:
         if ids is not None:
             ids = [str(i) for i in ids]
-            missing = [i for i in ids if not i]
-            if missing:
+            if not all(ids):
                 raise QRAGError("chunk ids must be non-empty strings")
-        if metas is not None and len(metas) != len(texts):
-            raise QRAGError(f"metadatas has {len(metas)} entries for {len(texts)} texts")
-        if ids is not None and len(ids) != len(texts):
-            raise QRAGError(f"ids has {len(ids)} entries for {len(texts)} texts")
-        if ids is not None:
-            clash = [i for i in ids if i in self._index]
-            if clash:
-                raise QRAGError(f"ids already in the index: {clash[:5]} (delete them first)")
+        self._index.check_new(len(texts), metas, ids)  # fail before the costly embedding
         emb = self._model.embed_chunks(texts, batch_size=self.batch_size, show_progress=self.show_progress)
         # orders=None: each chunk goes after the chunks its document already has in the index
         return self._index.add(texts, emb, metadatas=metas, ids=ids, doc_ids=doc_ids)
