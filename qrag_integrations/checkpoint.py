@@ -12,6 +12,7 @@ Layout of a checkpoint folder::
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -261,7 +262,6 @@ def load_model(
         raise CheckpointError(f"{path} is a file; a checkpoint is a folder with {CONFIG_FILE}")
     if str(checkpoint).startswith((".", "/", "~")) and not path.exists():
         raise CheckpointError(f"checkpoint folder {path} does not exist")
-    base_config = config or QRAGConfig()
-    base_config.base_model = str(checkpoint)
+    base_config = dataclasses.replace(config or QRAGConfig(), base_model=str(checkpoint))
     return QRAGModel.from_base(base_config, device=device, dtype=dtype).eval()
 
