@@ -127,7 +127,6 @@ class QRAGRetriever(LCBaseRetriever, LIBaseRetriever):
             _check_k(data["k"])  # before pydantic, which would coerce "3", True or 2.0 to an int
         super().__init__(**data)
         LIBaseRetriever.__init__(self, callback_manager=callback_manager)
-        _check_k(self.k)
         if self.index_dtype not in _DTYPES:
             raise QRAGError(f"index_dtype must be one of {sorted(_DTYPES)}, got {self.index_dtype!r}")
         if model is None:
