@@ -28,7 +28,8 @@ from qrag_integrations.manifests import read_manifest_file
 INDEX_FORMAT = "qrag-index"
 INDEX_FORMAT_VERSION = 1
 MANIFEST_FILE = "index.json"
-_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+#: Embedding storage dtypes an index accepts, by the name saved in its manifest.
+INDEX_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 EMBEDDINGS_FILE = "embeddings.safetensors"
 RECORDS_FILE = "records.jsonl"
 
@@ -96,7 +97,7 @@ class ChunkIndex:
             dtype: storage dtype of embeddings (``torch.float32`` or ``torch.float16``).
             device: where embeddings live (``"cpu"``, ``"cuda"``...).
         """
-        if dtype not in (torch.float32, torch.float16, torch.bfloat16):
+        if dtype not in INDEX_DTYPES.values():
             raise QRAGError(f"index dtype must be float32, float16 or bfloat16, got {dtype}")
         self.embedding_dim = embedding_dim
         self.dtype = dtype
@@ -244,7 +245,7 @@ class ChunkIndex:
             "format": INDEX_FORMAT,
             "format_version": INDEX_FORMAT_VERSION,
             "embedding_dim": self.embedding_dim,
-            "dtype": next(name for name, dt in _DTYPES.items() if dt == self.dtype),
+            "dtype": next(name for name, dt in INDEX_DTYPES.items() if dt == self.dtype),
             "size": len(snap),
             "doc_rank": self._doc_rank,
             **(extra or {}),
@@ -280,7 +281,7 @@ class ChunkIndex:
         manifest = cls.read_manifest(path)
         try:
             dim = int(manifest["embedding_dim"])
-            dtype = _DTYPES[manifest.get("dtype", "float32")]
+            dtype = INDEX_DTYPES[manifest.get("dtype", "float32")]
         except (KeyError, TypeError, ValueError) as exc:
             raise QRAGError(f"corrupt {path / MANIFEST_FILE}: bad or missing {exc}") from exc
         if expected_dim is not None and dim != expected_dim:

@@ -13,7 +13,6 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-import torch
 from langchain_core.callbacks import CallbackManager, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document as LCDocument
 from langchain_core.retrievers import BaseRetriever as LCBaseRetriever
@@ -26,7 +25,7 @@ from qrag_integrations.atomic import atomic_dir
 from qrag_integrations.checkpoint import chunk_encoder_fingerprint, load_model
 from qrag_integrations.defaults import default_checkpoint
 from qrag_integrations.errors import IndexMismatchError, QRAGError
-from qrag_integrations.index import ChunkIndex, MetadataFilter
+from qrag_integrations.index import INDEX_DTYPES, ChunkIndex, MetadataFilter
 from qrag_integrations.model import QRAGModel
 from qrag_integrations.search import Hit, MultiStepSearcher, SearchSettings
 
@@ -34,7 +33,6 @@ from qrag_integrations.search import Hit, MultiStepSearcher, SearchSettings
 META_STEP, META_Q, META_POSITION, META_SCORE = "qrag_step", "qrag_q_value", "qrag_position", "score"
 SETTINGS_FILE, MODEL_DIR, INDEX_DIR = "retriever.json", "model", "index"
 RETRIEVER_FORMAT = "qrag-retriever"
-_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
 
 class QRAGRetriever(LCBaseRetriever, LIBaseRetriever):
@@ -127,15 +125,15 @@ class QRAGRetriever(LCBaseRetriever, LIBaseRetriever):
             _check_k(data["k"])  # before pydantic, which would coerce "3", True or 2.0 to an int
         super().__init__(**data)
         LIBaseRetriever.__init__(self, callback_manager=callback_manager)
-        if self.index_dtype not in _DTYPES:
-            raise QRAGError(f"index_dtype must be one of {sorted(_DTYPES)}, got {self.index_dtype!r}")
+        if self.index_dtype not in INDEX_DTYPES:
+            raise QRAGError(f"index_dtype must be one of {sorted(INDEX_DTYPES)}, got {self.index_dtype!r}")
         if model is None:
             if self.checkpoint is None:
                 self.checkpoint = default_checkpoint()
             model = load_model(self.checkpoint, device=self.device)
         self._model = model.eval()
         if index is None:
-            index = ChunkIndex(model.embedding_dim, dtype=_DTYPES[self.index_dtype], device=self.device)
+            index = ChunkIndex(model.embedding_dim, dtype=INDEX_DTYPES[self.index_dtype], device=self.device)
         elif index.embedding_dim != model.embedding_dim:
             raise IndexMismatchError(
                 f"index embedding size {index.embedding_dim} != model embedding size {model.embedding_dim}"
