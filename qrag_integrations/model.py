@@ -14,7 +14,7 @@ from torch import nn
 from tqdm.auto import tqdm
 from transformers import PreTrainedTokenizerBase
 
-from qrag_integrations.config import QRAGConfig, StateOrder
+from qrag_integrations.config import PositionMode, QRAGConfig, StateOrder
 from qrag_integrations.encoder import MeanPoolEncoder, load_base
 from qrag_integrations.positions import rotate
 
@@ -188,7 +188,7 @@ class QRAGModel(nn.Module):
     # -- Q-values -----------------------------------------------------------------------------
     def rotate_chunks(self, chunk_emb: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         """Apply the chunk positions (no-op in ``none`` mode)."""
-        if self.config.position_mode.value == "none":
+        if self.config.position_mode is PositionMode.NONE:
             return chunk_emb
         return rotate(chunk_emb, positions, self.config.rope_theta)
 
