@@ -154,14 +154,14 @@ def read_manifest(path: Path) -> dict[str, Any]:
     return read_manifest_file(path, CONFIG_FILE, FORMAT_NAME, FORMAT_VERSION, "Q-RAG checkpoint", CheckpointError)
 
 
-def _load_encoder_dir(folder: Path, scale: float) -> MeanPoolEncoder:
+def _load_encoder_dir(folder: Path, config: QRAGConfig) -> MeanPoolEncoder:
     if not (folder / "config.json").is_file() or not (folder / "model.safetensors").is_file():
         raise CheckpointError(f"checkpoint encoder folder {folder} lacks config.json or model.safetensors")
     try:
         model = AutoModel.from_pretrained(folder, use_safetensors=True)
     except Exception as exc:  # safetensors / config errors come in many types
         raise CheckpointError(f"cannot load encoder weights from {folder}: {exc}") from exc
-    return MeanPoolEncoder(model, scale)
+    return MeanPoolEncoder(model, config.output_scale, config.normalize)
 
 
 def load_checkpoint_dir(
@@ -201,8 +201,8 @@ def load_checkpoint_dir(
             )
         model.load_state_dict(weights, strict=False)
     elif manifest.get("weights") == "full":
-        state = _load_encoder_dir(path / ENCODER_DIRS["state_encoder"], config.output_scale)
-        chunk = _load_encoder_dir(path / ENCODER_DIRS["chunk_encoder"], config.output_scale)
+        state = _load_encoder_dir(path / ENCODER_DIRS["state_encoder"], config)
+        chunk = _load_encoder_dir(path / ENCODER_DIRS["chunk_encoder"], config)
         try:
             tokenizer = AutoTokenizer.from_pretrained(path / TOKENIZER_DIR)
         except Exception as exc:

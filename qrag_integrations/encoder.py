@@ -61,12 +61,14 @@ def encoder_from_config_dict(config: dict) -> PreTrainedModel:
 
 
 class MeanPoolEncoder(nn.Module):
-    """A transformer encoder whose text embedding is the masked mean of its token states / scale."""
+    """A transformer encoder whose text embedding is the masked mean of its token states, either
+    L2-normalised (``normalize``) or divided by ``output_scale``."""
 
-    def __init__(self, model: PreTrainedModel, output_scale: float) -> None:
+    def __init__(self, model: PreTrainedModel, output_scale: float, normalize: bool = False) -> None:
         super().__init__()
         self.model = model
         self.output_scale = output_scale
+        self.normalize = normalize
 
     @property
     def hidden_size(self) -> int:
@@ -78,7 +80,15 @@ class MeanPoolEncoder(nn.Module):
         hidden = self.model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
         mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
         pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)
+        if self.normalize:
+            return torch.nn.functional.normalize(pooled, dim=-1)
         return pooled / self.output_scale
+
+    @property
+    def max_positions(self) -> int | None:
+        """Longest input (tokens) the encoder's position table allows, if it has one."""
+        value = getattr(self.model.config, "max_position_embeddings", None)
+        return int(value) if value else None
 
     def layers(self) -> list[nn.Module]:
         """The transformer blocks, bottom to top (BERT / RoBERTa / XLM-R / DistilBERT layouts)."""

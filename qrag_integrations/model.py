@@ -57,8 +57,8 @@ class QRAGModel(nn.Module):
         """An untrained Q-RAG model: both encoders are copies of ``config.base_model``."""
         config = config or QRAGConfig()
         base, tokenizer = load_base(config.base_model)
-        state = MeanPoolEncoder(base, config.output_scale)
-        chunk = MeanPoolEncoder(copy.deepcopy(base), config.output_scale)
+        state = MeanPoolEncoder(base, config.output_scale, config.normalize)
+        chunk = MeanPoolEncoder(copy.deepcopy(base), config.output_scale, config.normalize)
         return cls(config, state, chunk, tokenizer).to(device=device, dtype=dtype)
 
     @classmethod
@@ -134,12 +134,14 @@ class QRAGModel(nn.Module):
         return self.config.state_separator.join([question, *texts])
 
     def tokenize(self, texts: Sequence[str], max_tokens: int) -> dict[str, torch.Tensor]:
-        """Tokenize with truncation to ``max_tokens``, on the model's device."""
+        """Tokenize with truncation to ``max_tokens`` (and to the encoder's position table), on
+        the model's device."""
+        limit = self.state_encoder.max_positions
         batch = self.tokenizer(
             list(texts),
             padding=True,
             truncation=True,
-            max_length=max_tokens,
+            max_length=max_tokens if limit is None else min(max_tokens, limit),
             return_tensors="pt",
         )
         return {
@@ -184,6 +186,12 @@ class QRAGModel(nn.Module):
             bar.update(len(ids))
         bar.close()
         return out
+
+    def anchor_states(self, state_emb: torch.Tensor, question_emb: torch.Tensor) -> torch.Tensor:
+        """State embeddings as the search scores them after the first step:
+        ``E_s(state) + question_weight * E_s(question)`` (unchanged when the weight is 0)."""
+        w = self.config.question_weight
+        return state_emb if w == 0 else state_emb + w * question_emb
 
     # -- Q-values -----------------------------------------------------------------------------
     def rotate_chunks(self, chunk_emb: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:

@@ -141,6 +141,10 @@ class MultiStepSearcher:
             texts = [self._state_text(queries[b], snap, rows, picked[b]) for b in active]
             with torch.inference_mode():
                 states = self.model.embed_states(texts).to(torch.float32)
+                if step == 1:  # the state is the bare question: keep it for anchoring
+                    questions = states
+                else:
+                    states = self.model.anchor_states(states, questions[active])
             if use_faiss:
                 best = [self._best_faiss(snap, states[i], picked[b], n) for i, b in enumerate(active)]
             elif step == 1:

@@ -134,7 +134,8 @@ def greedy_retrieve(
         chunk_emb = model.embed_chunks(flat, batch_size=embed_batch_size).split(sizes)
         out = [Retrieval([], []) for _ in batch]
         active = [True] * len(batch)
-        for _ in range(steps):
+        questions: dict[int, torch.Tensor] = {}  # first-step states (the bare questions)
+        for step in range(steps):
             live = [i for i, a in enumerate(batch) if active[i] and len(out[i].picked) < len(a.chunks)]
             if not live:
                 break
@@ -145,6 +146,10 @@ def greedy_retrieve(
                 for i in live
             ]
             states = model.embed_states(texts)
+            if step == 0:
+                questions = {i: states[row] for row, i in enumerate(live)}
+            else:
+                states = torch.stack([model.anchor_states(states[row], questions[i]) for row, i in enumerate(live)])
             for row, i in enumerate(live):
                 n = sizes[i]
                 pos = layout(cfg.position_mode, n, out[i].picked, cfg.relative_step, cfg.relative_span)

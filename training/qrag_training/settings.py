@@ -16,6 +16,7 @@ from qrag_training.data.registry import load_dataset
 from qrag_training.data.splits import split_of
 from qrag_training.env import EnvSettings
 from qrag_training.feedback import Feedback, build_feedback
+from qrag_training.next_hop import NextHopConfig
 from qrag_training.pqn import PQNConfig
 
 logger = logging.getLogger(__name__)
@@ -31,7 +32,9 @@ _ENV_MODEL_FIELDS = (
     "state_separator",
 )
 #: Model-group fields that become QRAGConfig fields.
-_MODEL_FIELDS = ("base_model", "trainable_layers", "output_scale", "rope_theta")
+_MODEL_FIELDS = ("base_model", "trainable_layers", "output_scale", "normalize", "question_weight", "rope_theta")
+#: ``algo.kind`` values: the learner each builds its config for.
+ALGO_KINDS = ("pqn", "next_hop")
 
 
 def to_container(node: Any) -> Any:
@@ -48,11 +51,29 @@ def model_config_from(cfg: DictConfig) -> QRAGConfig:
     return QRAGConfig(**to_container(OmegaConf.create(fields)))
 
 
-def pqn_config_from(cfg: DictConfig) -> PQNConfig:
-    """The learner config of the ``algo`` group; the schedule length is the top-level ``steps``."""
+def algo_kind(cfg: DictConfig) -> str:
+    """``algo.kind``: ``pqn`` (the paper's learner, the default) or ``next_hop`` (warm start)."""
+    kind = str(cfg.algo.get("kind", "pqn"))
+    if kind not in ALGO_KINDS:
+        raise ValueError(f"unknown algo.kind {kind!r}; valid: {', '.join(ALGO_KINDS)}")
+    return kind
+
+
+def _algo_fields(cfg: DictConfig) -> dict[str, Any]:
     fields = to_container(cfg.algo)
+    fields.pop("kind", None)
     fields["total_updates"] = int(cfg.steps)
-    return PQNConfig(**fields)
+    return fields
+
+
+def pqn_config_from(cfg: DictConfig) -> PQNConfig:
+    """The PQN config of the ``algo`` group; the schedule length is the top-level ``steps``."""
+    return PQNConfig(**_algo_fields(cfg))
+
+
+def next_hop_config_from(cfg: DictConfig) -> NextHopConfig:
+    """The next-hop warm-start config of the ``algo`` group (``algo=next_hop``)."""
+    return NextHopConfig(**_algo_fields(cfg))
 
 
 def env_settings_from(cfg: DictConfig, model_config: QRAGConfig) -> EnvSettings:

@@ -40,12 +40,15 @@ from qrag_training.checkpointing import (
 )
 from qrag_training.env import EpisodeStream, RetrievalEnv, VectorEnv
 from qrag_training.evaluate import greedy_retrieve, summarize
+from qrag_training.next_hop import NextHopLearner
 from qrag_training.pqn import PQNAgent
 from qrag_training.settings import (
+    algo_kind,
     env_settings_from,
     feedback_from,
     load_episodes,
     model_config_from,
+    next_hop_config_from,
     pqn_config_from,
     to_container,
 )
@@ -88,26 +91,32 @@ class Trainer:
         if cfg.resume and not self.resuming:
             logger.warning("resume=true but %s has no training state: starting a new run", last)
         model_config = model_config_from(cfg)
-        if self.resuming:
-            logger.info("resuming from %s", last)
-            model = load_model(str(last), device=self.device)
-            self._check_same_model(model_config, model)
+        start_from = str(last) if self.resuming else cfg.get("init_from")
+        if start_from:
+            logger.info("%s from %s", "resuming" if self.resuming else "starting", start_from)
+            model = load_model(str(start_from), device=self.device)
+            self._check_same_model(model_config, model, start_from)
         else:
             model = QRAGModel.from_base(model_config, device=self.device)
         model.config.extra = {"trainer": "qrag_training", "train_config": to_container(cfg)}
         self.model = model.eval()
 
-        self.agent = PQNAgent(model, pqn_config_from(cfg), seed=int(cfg.seed))
         self.feedback = feedback_from(cfg)
-        settings = env_settings_from(cfg, model.config)
         needs_support = self.feedback.requires_support
         self.stream = EpisodeStream(
             lambda p: load_episodes(cfg, "train", pool_pass=p, needs_support=needs_support),
             seed=int(cfg.seed),
             refresh=bool(cfg.env.get("refresh_pool", False)),
         )
-        envs = [RetrievalEnv(settings, self.feedback, model.state_text) for _ in range(int(cfg.envs_parallel))]
-        self.venv = VectorEnv(envs, self.stream, self.agent, self.device)
+        self.venv: VectorEnv | None = None
+        self.agent: PQNAgent | NextHopLearner
+        if algo_kind(cfg) == "next_hop":
+            self.agent = NextHopLearner(model, next_hop_config_from(cfg), seed=int(cfg.seed))
+        else:
+            self.agent = PQNAgent(model, pqn_config_from(cfg), seed=int(cfg.seed))
+            settings = env_settings_from(cfg, model.config)
+            envs = [RetrievalEnv(settings, self.feedback, model.state_text) for _ in range(int(cfg.envs_parallel))]
+            self.venv = VectorEnv(envs, self.stream, self.agent, self.device)
         self.eval_episodes = load_episodes(cfg, "eval", needs_support=True)
         self.best_metric = -math.inf
         self.last_eval: dict[str, float] = {}
@@ -129,12 +138,12 @@ class Trainer:
         )
 
     # -- helpers --------------------------------------------------------------------------------
-    def _check_same_model(self, wanted: Any, model: QRAGModel) -> None:
+    def _check_same_model(self, wanted: Any, model: QRAGModel, source: str) -> None:
         have, want = model.config.to_dict(), wanted.to_dict()
         diff = {k: (have[k], want[k]) for k in want if k not in _MODEL_KEYS_THAT_MAY_DIFFER and have[k] != want[k]}
         if diff:
             raise ValueError(
-                f"cannot resume: the config asks for a different model than {self.out_dir / 'last'} "
+                f"cannot start from {source}: the config asks for a different model than it "
                 f"holds (field: (checkpoint, config)): {diff}"
             )
 
@@ -218,8 +227,11 @@ class Trainer:
         """Run until ``steps`` optimiser updates; returns the last record."""
         cfg, agent = self.cfg, self.agent
         total = int(cfg.steps)
-        self.venv.reset()
-        window: dict[str, list[float]] = {"loss": [], "q_mean": [], "target_mean": [], "grad_norm": []}
+        if self.venv is not None:
+            self.venv.reset()
+        window: dict[str, list[float]] = {
+            "loss": [], "q_mean": [], "target_mean": [], "grad_norm": [], "hop_accuracy": []
+        }
         returns: list[float] = []
         solved: list[bool] = []
         record: dict[str, Any] = {"step": agent.updates}
@@ -232,10 +244,14 @@ class Trainer:
         )
         started = time.perf_counter()
         while agent.updates < total:
-            rollout = agent.collect(self.venv, self.rollout_len)
-            stats = agent.learn(rollout)
-            returns.extend(rollout.episode_returns)
-            solved.extend(rollout.episode_solved)
+            if isinstance(agent, NextHopLearner):
+                stats = agent.step(self.stream)
+            else:
+                assert self.venv is not None
+                rollout = agent.collect(self.venv, self.rollout_len)
+                stats = agent.learn(rollout)
+                returns.extend(rollout.episode_returns)
+                solved.extend(rollout.episode_solved)
             for key, values in window.items():
                 if key in stats:
                     values.append(stats[key])

@@ -9,8 +9,8 @@ their own leading spaces, so they are joined with "" and the result is stripped)
 ``titles`` holds the paragraph titles; ``support`` the indices of the paragraphs that contain
 a supporting fact. ``meta["supporting_facts"]`` keeps the sentence-level facts.
 
-Splits: records are assigned by :func:`~qrag_training.data.splits.hash_bucket` of ``_id``
-(bucket 0 = "eval", held out; buckets 1-4 = "train").
+Splits: records are assigned by :func:`~qrag_training.data.splits.split_of` of ``_id``
+(bucket 0 = "eval", held out; buckets 1-4 = "train" and the "val" slice).
 """
 
 from __future__ import annotations
@@ -86,7 +86,8 @@ def load_hotpotqa(
     """Load HotpotQA dev (distractor) as episodes.
 
     Args:
-        split: "train" (hash buckets 1-4), "eval" (bucket 0, held out) or "all".
+        split: "train" (hash buckets 1-4 without the validation slice), "val" (the slice that
+            chooses checkpoints), "eval" (bucket 0, held out) or "all".
         limit: Keep only the first ``limit`` records of the split (file order).
         path: A HotpotQA JSON file; default the copy in ``long_context_eval``.
 

@@ -54,7 +54,7 @@ def load_musique(
 
     Args:
         path: The JSONL file.
-        split: "all", or "train" / "eval" by the stable hash of ``id``.
+        split: "all", or "train" / "val" / "eval" by the stable hash of ``id``.
         limit: Keep only the first ``limit`` records of the split.
         include_unanswerable: Keep records with ``"answerable": false``.
 

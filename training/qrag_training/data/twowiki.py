@@ -24,7 +24,7 @@ def load_twowiki(path: str | Path, split: str = ALL, limit: int | None = None) -
 
     Args:
         path: The JSON file.
-        split: "all", or "train" / "eval" by the stable hash of ``_id``.
+        split: "all", or "train" / "val" / "eval" by the stable hash of ``_id``.
         limit: Keep only the first ``limit`` records of the split.
 
     Returns:

