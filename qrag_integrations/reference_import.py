@@ -54,6 +54,7 @@ def reference_config(cfg: dict[str, Any], base_model: str | None = None) -> QRAG
         max_state_tokens=int(state_tokens) if isinstance(state_tokens, int) else 64,
         state_separator=separator if isinstance(separator, str) else " [SEP] ",
         state_order=StateOrder.DOCUMENT if sort_by_index is not False else StateOrder.PICK,
+        normalize=False,  # the reference divides the mean-pooled output by 10
         extra={"imported_from": "griver/Q-RAG reference checkpoint"},
     )
 

@@ -21,9 +21,10 @@ def train(out_dir: Path, model_dir: Path, steps: int, *extra: str) -> subprocess
         "model=tiny", f"model.base_model={model_dir}", f"out_dir={out_dir}",
         f"steps={steps}", "batch_size=8", "envs_parallel=4", "eval_interval=2", "eval_episodes=4",
         "log_interval=1", "torch_threads=1", "env.task=qa1", "env.target_tokens=250",
-        "env.pool_size=16", "env.max_steps=2", "algo.warmup=2", "algo.learning_start=8",
-        "algo.accumulate_grads=1", "model.trainable_layers=1", *extra,
+        "env.pool_size=16", "env.max_steps=2", "algo.warmup=2", "model.trainable_layers=1", *extra,
     ]
+    if "algo=next_hop" not in extra:
+        cmd += ["algo.learning_start=8", "algo.accumulate_grads=1"]
     proc = subprocess.run(cmd, check=False, capture_output=True, text=True, env=env, timeout=300, cwd=REPO)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return proc
@@ -76,3 +77,20 @@ def test_train_resume_and_load(tmp_path: Path, tiny_bert_dir: Path) -> None:
     )
     docs = retriever.invoke("where is mary?")
     assert len(docs) == 2
+
+
+def test_next_hop_warm_start_then_pqn_from_it(tmp_path: Path, tiny_bert_dir: Path) -> None:
+    """algo=next_hop trains and checkpoints like PQN; PQN then starts from it with init_from."""
+    warm = tmp_path / "warm"
+    train(warm, tiny_bert_dir, 2, "algo=next_hop", "algo.questions_per_step=2", "env.position_mode=none")
+    rec = records(warm)
+    assert [r["step"] for r in rec] == [0, 1, 2]
+    assert "hop_accuracy" in rec[-1] and "eval/fact_em" in rec[-1]
+    pqn = tmp_path / "pqn"
+    train(pqn, tiny_bert_dir, 2, f"init_from={warm / 'last'}", "env.position_mode=none")
+    from qrag_integrations import load_model
+
+    model = load_model(str(pqn / "last"))
+    assert model.config.extra["train_config"]["init_from"] == str(warm / "last")
+    with pytest.raises(AssertionError, match="cannot start from"):
+        train(tmp_path / "bad", tiny_bert_dir, 1, f"init_from={warm / 'last'}", "env.position_mode=relative")

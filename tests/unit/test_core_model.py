@@ -13,9 +13,15 @@ from qrag_integrations.model import QRAGModel
 from qrag_integrations.positions import rotate
 
 
+def paper_config(tiny_bert_dir: Path, **fields) -> QRAGConfig:
+    """The paper's model: mean / 10, relative positions, 64-token budgets, document order."""
+    return QRAGConfig(base_model=str(tiny_bert_dir), normalize=False, position_mode=PositionMode.RELATIVE,
+                      max_state_tokens=64, max_chunk_tokens=64, state_order=StateOrder.DOCUMENT, **fields)
+
+
 @pytest.fixture(scope="module")
 def model(tiny_bert_dir: Path) -> QRAGModel:
-    return QRAGModel.from_base(QRAGConfig(base_model=str(tiny_bert_dir))).eval()
+    return QRAGModel.from_base(paper_config(tiny_bert_dir)).eval()
 
 
 def manual_mean_pool(encoder: MeanPoolEncoder, tokenizer, text: str, max_tokens: int, scale: float) -> torch.Tensor:
@@ -76,8 +82,8 @@ def test_mean_pooling_ignores_padding(model: QRAGModel) -> None:
 
 
 def test_output_scale_divides(tiny_bert_dir: Path) -> None:
-    m10 = QRAGModel.from_base(QRAGConfig(base_model=str(tiny_bert_dir), output_scale=10.0))
-    m4 = QRAGModel.from_base(QRAGConfig(base_model=str(tiny_bert_dir), output_scale=4.0))
+    m10 = QRAGModel.from_base(paper_config(tiny_bert_dir, output_scale=10.0))
+    m4 = QRAGModel.from_base(paper_config(tiny_bert_dir, output_scale=4.0))
     texts = ["mary went back to the garden", "the cat"]
     with torch.no_grad():
         s10, s4 = m10.embed_states(texts), m4.embed_states(texts)
@@ -145,7 +151,8 @@ def test_state_text_document_vs_pick_order(tiny_bert_dir: Path) -> None:
     # no document keys: pick order either way
     assert doc.state_text("q?", picked) == "q? [SEP] third [SEP] first [SEP] second"
     assert doc.state_text("q?", []) == "q?"
-    sep = QRAGModel.from_base(QRAGConfig(base_model=str(tiny_bert_dir), state_separator=" | "))
+    sep = QRAGModel.from_base(QRAGConfig(base_model=str(tiny_bert_dir), state_separator=" | ",
+                                         state_order=StateOrder.DOCUMENT))
     assert sep.state_text("q", ["b", "a"], [1, 0]) == "q | a | b"
 
 
@@ -246,3 +253,48 @@ def test_config_validation() -> None:
     assert QRAGConfig.from_dict(cfg.to_dict()) == cfg
     with pytest.raises(ValueError, match="bogus"):
         QRAGConfig.from_dict({**cfg.to_dict(), "bogus": 1})
+
+
+def test_untrained_defaults_are_cosine_without_positions_and_long_budgets(tiny_bert_dir: Path) -> None:
+    """The defaults an untrained model gets: unit-length embeddings (Q = cosine), no rotation,
+    256-token budgets, picks in pick order."""
+    m = QRAGModel.from_base(QRAGConfig(base_model=str(tiny_bert_dir)))
+    assert m.config.position_mode is PositionMode.NONE and m.config.normalize
+    assert (m.config.max_chunk_tokens, m.config.max_state_tokens) == (256, 256)
+    assert m.config.state_order is StateOrder.PICK
+    texts = ["mary went to the kitchen", "john took the milk there", "the"]
+    emb = m.embed_chunks(texts)
+    assert torch.allclose(emb.norm(dim=-1), torch.ones(3), atol=1e-5)
+    raw = manual_mean_pool(m.chunk_encoder, m.tokenizer, texts[0], 256, 1.0)
+    assert torch.allclose(emb[0], raw / raw.norm(), atol=1e-5)
+    with torch.no_grad():
+        s = m.embed_states(["where is mary"])
+    q = m.q_values(s, emb, torch.arange(3) * 20)  # positions are ignored without rotation
+    assert torch.allclose(q[0], torch.nn.functional.cosine_similarity(s, emb), atol=1e-5)
+
+
+def test_budgets_are_clamped_to_the_encoder_position_table(tiny_bert_dir: Path) -> None:
+    m = QRAGModel.from_base(QRAGConfig(base_model=str(tiny_bert_dir), max_chunk_tokens=100_000))
+    assert m.state_encoder.max_positions == 512
+    huge = " ".join(["mary"] * 5_000)
+    assert m.tokenize([huge], m.config.max_chunk_tokens)["input_ids"].shape == (1, 512)
+    assert torch.isfinite(m.embed_chunks([huge])).all()
+
+
+def test_question_weight_anchors_later_states(tiny_bert_dir: Path) -> None:
+    g = torch.Generator().manual_seed(3)
+    state, question = torch.randn(2, 32, generator=g), torch.randn(2, 32, generator=g)
+    plain = QRAGModel.from_base(QRAGConfig(base_model=str(tiny_bert_dir)))
+    assert plain.anchor_states(state, question) is state
+    anchored = QRAGModel.from_base(QRAGConfig(base_model=str(tiny_bert_dir), question_weight=0.5))
+    assert torch.allclose(anchored.anchor_states(state, question), state + 0.5 * question)
+    with pytest.raises(ValueError, match="question_weight"):
+        QRAGConfig(question_weight=-1.0)
+
+
+def test_configs_saved_before_normalize_load_as_the_paper_model() -> None:
+    old = QRAGConfig().to_dict()
+    del old["normalize"], old["question_weight"]
+    cfg = QRAGConfig.from_dict(old)
+    assert cfg.normalize is False and cfg.question_weight == 0.0
+    assert QRAGConfig.from_dict(QRAGConfig().to_dict()).normalize is True

@@ -25,6 +25,8 @@ MODES = {
     "relative-step1": dict(position_mode=PositionMode.RELATIVE, relative_step=1),
     "absolute": dict(position_mode=PositionMode.ABSOLUTE),
     "none": dict(position_mode=PositionMode.NONE),
+    "none-anchored": dict(position_mode=PositionMode.NONE, question_weight=0.7),
+    "relative-anchored": dict(position_mode=PositionMode.RELATIVE, relative_step=4, question_weight=0.7),
 }
 
 
@@ -78,6 +80,8 @@ def brute_force(
     for step in range(1, min(k, n) + 1):
         text = model.state_text(query, [chunks[r].text for r in picked], picked_order=picked)
         state = embed_state(model, text)
+        if picked:
+            state = state + cfg.question_weight * embed_state(model, query)
         pos = layout(cfg.position_mode, n, picked, cfg.relative_step, cfg.relative_span)
         with torch.no_grad():
             q = model.q_values(state, emb, torch.from_numpy(pos))[0].clone()
@@ -302,3 +306,25 @@ def test_hit_positions_follow_relative_layout(make_model) -> None:
         assert h.position == int(expected)
         picked.append(rank[h.chunk.id])
     assert hits[0].position == int(np.linspace(0, 18, N)[rank[hits[0].chunk.id]] + 1e-9)
+
+
+def test_untrained_step_one_is_dense_top_one(tiny_bert_dir: Path) -> None:
+    """With no Q-RAG training (the default config), the first pick is single-step dense top-1:
+    the chunk with the highest cosine between mean-pooled question and chunk embeddings."""
+    model = QRAGModel.from_base(QRAGConfig(base_model=str(tiny_bert_dir))).eval()
+    texts = [f"{w} went to the {p}" for w in ("mary", "john", "sandra", "daniel") for p in ("kitchen", "garden", "office")]
+    index = ChunkIndex(32)
+    index.add(texts, model.embed_chunks(texts), ids=[str(i) for i in range(len(texts))])
+    queries = ["where is mary", "who went to the garden", "what did john give to sandra", "office"]
+    hits = MultiStepSearcher(model, index).search(queries, k=3)
+    tok = model.tokenizer
+    for query, row in zip(queries, hits):
+        with torch.no_grad():
+            def pooled(text: str) -> torch.Tensor:
+                batch = tok([text], return_tensors="pt")
+                return model.state_encoder.model(**batch).last_hidden_state[0].mean(0)
+            q = pooled(query)
+            cos = torch.stack([torch.nn.functional.cosine_similarity(q, pooled(t), dim=0) for t in texts])
+        assert row[0].chunk.id == str(int(cos.argmax()))
+        assert row[0].q_value == pytest.approx(float(cos.max()), abs=1e-5)
+        assert len({h.chunk.id for h in row}) == 3

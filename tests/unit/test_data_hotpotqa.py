@@ -18,7 +18,7 @@ def raw_by_id():
 
 @pytest.fixture(scope="module")
 def splits():
-    return {split: load_hotpotqa(split, limit=LIMIT) for split in ("train", "eval", "all")}
+    return {split: load_hotpotqa(split, limit=LIMIT) for split in ("train", "val", "eval", "all")}
 
 
 def test_hash_bucket_is_stable():
@@ -35,6 +35,29 @@ def test_splits_load_disjoint_and_by_bucket(splits):
     assert all(hash_bucket(e.id) == 0 and e.meta["split"] == "eval" for e in held_out)
     assert all(hash_bucket(e.id) != 0 and e.meta["split"] == "train" for e in train)
     assert [e.id for e in load_hotpotqa("eval", limit=20)] == [e.id for e in held_out[:20]]
+
+
+def test_validation_slice_is_on_the_training_side_and_not_trained_on(splits):
+    """Checkpoints are chosen on "val": ids of hash buckets 1-4 (never the held-out bucket 0),
+    one in 25, and "train" does not contain them."""
+    val = splits["val"]
+    assert len(val) == LIMIT
+    assert all(hash_bucket(e.id) == 1 and hash_bucket(e.id, 25) == 1 and e.meta["split"] == "val" for e in val)
+    assert not {e.id for e in val} & ({e.id for e in splits["train"]} | {e.id for e in splits["eval"]})
+    everything = load_hotpotqa("all")
+    counts = {s: sum(e.meta["split"] == s for e in everything) for s in ("train", "val", "eval")}
+    assert sum(counts.values()) == len(everything) == 7405
+    assert counts["val"] == len(load_hotpotqa("val")) and 200 < counts["val"] < 400
+
+
+def test_trainer_configs_choose_checkpoints_on_val_never_on_the_held_out_bucket():
+    from qrag_training.evaluate import compose_config
+
+    for env in ("hotpotqa", "musique", "twowiki"):
+        cfg = compose_config(env, ["env.path=x.jsonl"] if env != "hotpotqa" else [])
+        assert cfg.env.eval.split == "val" and cfg.env.train.split == "train"
+    preset = compose_config("hotpotqa", ["preset=hotpotqa_cpu"])
+    assert preset.env.eval.split == "val" and preset.algo.kind == "next_hop"
 
 
 def test_support_paragraphs_match_supporting_fact_titles(splits, raw_by_id):
