@@ -79,13 +79,17 @@ def chunk_encoder_fingerprint(model: QRAGModel) -> str:
     return tensor_fingerprint(model.chunk_encoder.state_dict())
 
 
-def save_pretrained(model: QRAGModel, path: str | os.PathLike[str], card_notes: str = "") -> Path:
+def save_pretrained(
+    model: QRAGModel, path: str | os.PathLike[str], card_notes: str = "", weights_dtype: torch.dtype | None = None
+) -> Path:
     """Write ``model`` as a checkpoint folder, atomically (an existing folder is replaced whole).
 
     Args:
         model: the model to save.
         path: destination folder.
         card_notes: extra Markdown appended to the generated model card (e.g. evaluation results).
+        weights_dtype: store the trained weights of a partial checkpoint in this dtype
+            (``torch.float16`` halves the file; loading casts back to the model's dtype).
 
     Returns:
         The folder path.
@@ -104,7 +108,7 @@ def save_pretrained(model: QRAGModel, path: str | os.PathLike[str], card_notes: 
     with atomic_dir(path) as tmp:
         model.tokenizer.save_pretrained(tmp / TOKENIZER_DIR)
         if partial:
-            weights = {k: v.detach().to("cpu").contiguous() for k, v in model.trained_state_dict().items()}
+            weights = {k: v.detach().to("cpu", weights_dtype).contiguous() for k, v in model.trained_state_dict().items()}
             save_file(weights, str(tmp / PARTIAL_WEIGHTS_FILE), metadata={"format": FORMAT_NAME})
             manifest["base_fingerprint"] = base_fingerprint(model)
         else:

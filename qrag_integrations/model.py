@@ -73,11 +73,11 @@ class QRAGModel(nn.Module):
 
         return load_model(checkpoint, device=device, dtype=dtype)
 
-    def save_pretrained(self, path: str, card_notes: str = "") -> None:
+    def save_pretrained(self, path: str, card_notes: str = "", weights_dtype: torch.dtype | None = None) -> None:
         """Write a checkpoint folder atomically (see :func:`qrag_integrations.checkpoint.save_pretrained`)."""
         from qrag_integrations.checkpoint import save_pretrained
 
-        save_pretrained(self, path, card_notes=card_notes)
+        save_pretrained(self, path, card_notes=card_notes, weights_dtype=weights_dtype)
 
     # -- properties ---------------------------------------------------------------------------
     @property
