@@ -55,6 +55,7 @@ def reference_config(cfg: dict[str, Any], base_model: str | None = None) -> QRAG
         state_separator=separator if isinstance(separator, str) else " [SEP] ",
         state_order=StateOrder.DOCUMENT if sort_by_index is not False else StateOrder.PICK,
         normalize=False,  # the reference divides the mean-pooled output by 10
+        question_weight=0.0,  # the paper's Q: no question anchoring
         extra={"imported_from": "griver/Q-RAG reference checkpoint"},
     )
 

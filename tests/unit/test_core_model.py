@@ -262,6 +262,7 @@ def test_untrained_defaults_are_cosine_without_positions_and_long_budgets(tiny_b
     assert m.config.position_mode is PositionMode.NONE and m.config.normalize
     assert (m.config.max_chunk_tokens, m.config.max_state_tokens) == (256, 256)
     assert m.config.state_order is StateOrder.PICK
+    assert m.config.question_weight == 3.0  # later states stay anchored on the question
     texts = ["mary went to the kitchen", "john took the milk there", "the"]
     emb = m.embed_chunks(texts)
     assert torch.allclose(emb.norm(dim=-1), torch.ones(3), atol=1e-5)
@@ -284,7 +285,7 @@ def test_budgets_are_clamped_to_the_encoder_position_table(tiny_bert_dir: Path) 
 def test_question_weight_anchors_later_states(tiny_bert_dir: Path) -> None:
     g = torch.Generator().manual_seed(3)
     state, question = torch.randn(2, 32, generator=g), torch.randn(2, 32, generator=g)
-    plain = QRAGModel.from_base(QRAGConfig(base_model=str(tiny_bert_dir)))
+    plain = QRAGModel.from_base(QRAGConfig(base_model=str(tiny_bert_dir), question_weight=0.0))
     assert plain.anchor_states(state, question) is state
     anchored = QRAGModel.from_base(QRAGConfig(base_model=str(tiny_bert_dir), question_weight=0.5))
     assert torch.allclose(anchored.anchor_states(state, question), state + 0.5 * question)
