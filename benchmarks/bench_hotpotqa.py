@@ -20,11 +20,18 @@ Methods, all run here in one process on the same questions:
 Multi-step methods run the product's own search (``MultiStepSearcher``, greedy, ``k`` steps);
 its first two picks are what a 2-step search picks. Metrics: EM@k (every supporting paragraph
 among the first k), supporting-paragraph recall@k, and the paper's fact F1 / EM of the first two
-picks (HotpotQA: 2 steps). With ``--stop-threshold`` the checkpoints are also run with that
-stop rule and report fact F1 / EM and their mean number of steps.
+picks (HotpotQA: 2 steps). With ``--stop-thresholds`` the checkpoints also report, per
+threshold, EM / recall over what the search returns with that ``stop_threshold`` (at most ``k``
+picks) and the mean number of steps. The search stops before the first pick whose Q-value is
+below the threshold and nothing before that pick depends on it, so these are prefixes of the
+``k``-step picks, cut at the recorded Q-values: one search serves every threshold.
+Chunk embeddings are computed once per chunk encoder and shared by both settings.
 
     python benchmarks/bench_hotpotqa.py --mode quick --split val --question-weights 0,0.5,1
-    python benchmarks/bench_hotpotqa.py --mode full --split eval --checkpoint trained=runs/x/best
+    python benchmarks/bench_hotpotqa.py --mode full --split val --checkpoint trained=runs/x/best \
+        --stop-thresholds 0.3,0.4,0.5
+    python benchmarks/bench_hotpotqa.py --mode full --split eval --checkpoint trained=runs/x/best \
+        --stop-thresholds 0.4
 """
 
 from __future__ import annotations
@@ -133,21 +140,42 @@ def _index(texts: list[str], emb: torch.Tensor, ids: list[int]) -> ChunkIndex:
 
 
 def qrag_picks(
-    model: QRAGModel, chunk_emb: torch.Tensor, problem: Problem, k: int, stop_threshold: float | None = None
-) -> list[list[int]]:
-    """The product's multi-step search (``MultiStepSearcher``) for every question."""
+    model: QRAGModel, chunk_emb: torch.Tensor, problem: Problem, k: int
+) -> tuple[list[list[int]], list[list[float]]]:
+    """The product's multi-step search (``MultiStepSearcher``) for every question: picks and
+    their Q-values."""
+    rows = []
     if problem.candidates is None:
         searcher = MultiStepSearcher(model, _index(problem.texts, chunk_emb, list(range(len(problem.texts)))))
-        out = []
         for start in range(0, len(problem.questions), SEARCH_BATCH):
-            hits = searcher.search(problem.questions[start : start + SEARCH_BATCH], k, stop_threshold)
-            out += [[int(h.chunk.id) for h in row] for row in hits]
-        return out
-    out = []
-    for question, cand in zip(problem.questions, problem.candidates):
-        searcher = MultiStepSearcher(model, _index([problem.texts[i] for i in cand], chunk_emb[cand], cand))
-        out.append([int(h.chunk.id) for h in searcher.search([question], k, stop_threshold)[0]])
-    return out
+            rows += searcher.search(problem.questions[start : start + SEARCH_BATCH], k)
+    else:
+        for question, cand in zip(problem.questions, problem.candidates):
+            searcher = MultiStepSearcher(model, _index([problem.texts[i] for i in cand], chunk_emb[cand], cand))
+            rows += searcher.search([question], k)
+    return [[int(h.chunk.id) for h in row] for row in rows], [[h.q_value for h in row] for row in rows]
+
+
+def stop_metrics(picks: list[list[int]], q_values: list[list[float]], gold: list[set[int]], threshold: float) -> dict:
+    """What ``stop_threshold=threshold`` returns: the picks before the first Q-value below it."""
+    kept = []
+    for p, q in zip(picks, q_values):
+        cut = next((i for i, v in enumerate(q) if v < threshold), len(q))
+        kept.append(p[:cut])
+    return {
+        "stop_threshold": threshold,
+        "em": float(np.mean([g <= set(p) for p, g in zip(kept, gold)])),
+        "recall": float(np.mean([len(g & set(p)) / len(g) for p, g in zip(kept, gold)])),
+        "mean_steps": float(np.mean([len(p) for p in kept])),
+    }
+
+
+def embed_once(model: QRAGModel, texts: list[str], cache: dict[str, torch.Tensor]) -> torch.Tensor:
+    """Chunk embeddings of ``texts``, computing only those not in ``cache`` (text -> row)."""
+    new = [t for t in dict.fromkeys(texts) if t not in cache]
+    if new:
+        cache.update(zip(new, model.embed_chunks(new, batch_size=64)))
+    return torch.stack([cache[t] for t in texts])
 
 
 # -- driver -----------------------------------------------------------------------------------
@@ -170,7 +198,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--checkpoint", action="append", default=[], metavar="NAME=PATH", help="a Q-RAG checkpoint (repeatable)")
     p.add_argument("--question-weights", default="", help="comma-separated question_weight values of extra untrained variants")
     p.add_argument("--k", type=int, default=max(KS), help="steps / top-k")
-    p.add_argument("--stop-threshold", type=float, help="also run the checkpoints with this stop threshold")
+    p.add_argument("--stop-thresholds", default="",
+                   help="comma-separated stop_threshold values the checkpoints also report (EM, recall, mean steps)")
     p.add_argument("--settings", default="per_question,pooled", help="which settings to run")
     p.add_argument("--limit", type=int, help="at most this many questions per setting (smoke runs)")
     p.add_argument("--threads", type=int, default=2)
@@ -205,6 +234,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
         "configs": {name: m.config.to_dict() | {"extra": None} for name, m in models.items()},
         "settings": {},
     }
+    thresholds = [float(x) for x in args.stop_thresholds.split(",") if x.strip()]
+    embedded: dict[int, dict[str, torch.Tensor]] = {}  # per chunk encoder: text -> embedding
     for setting in args.settings.split(","):
         n = MODES[args.mode][setting]
         n = args.limit if n is None else min(n, args.limit or n)
@@ -214,14 +245,10 @@ def main(argv: Sequence[str] | None = None) -> dict:
         rows: dict[str, dict] = {}
         started = time.perf_counter()
         rows["bm25"] = metrics(bm25_picks(problem, args.k), problem.gold) | {"seconds": round(time.perf_counter() - started, 1)}
-        embedded: dict[int, torch.Tensor] = {}  # chunk embeddings per chunk encoder
         for name, model in models.items():
-            key = id(model.chunk_encoder)
-            if key not in embedded:
-                t0 = time.perf_counter()
-                embedded[key] = model.embed_chunks(problem.texts, batch_size=64)
-                print(f"  embedded {len(problem.texts)} paragraphs for {name} in {time.perf_counter() - t0:.0f} s", flush=True)
-            emb = embedded[key]
+            t0 = time.perf_counter()
+            emb = embed_once(model, problem.texts, embedded.setdefault(id(model.chunk_encoder), {}))
+            print(f"  embeddings of {len(problem.texts)} paragraphs for {name}: {time.perf_counter() - t0:.0f} s", flush=True)
             if name == "untrained":
                 t0 = time.perf_counter()
                 rows["dense"] = metrics(dense_picks(model, emb, problem, args.k), problem.gold)
@@ -229,15 +256,14 @@ def main(argv: Sequence[str] | None = None) -> dict:
                 if "st_check_min_cosine" not in result:
                     result["st_check_min_cosine"] = check_dense_matches_sentence_transformers(model, problem.texts[:64])
             t0 = time.perf_counter()
-            rows[name] = metrics(qrag_picks(model, emb, problem, args.k), problem.gold)
+            picks, q_values = qrag_picks(model, emb, problem, args.k)
+            rows[name] = metrics(picks, problem.gold)
             rows[name]["seconds"] = round(time.perf_counter() - t0, 1)
-            if args.stop_threshold is not None and name in checkpoints:
-                picks = qrag_picks(model, emb, problem, 2, args.stop_threshold)
-                f = [fact_metrics(p, sorted(g)) for p, g in zip(picks, problem.gold)]
-                rows[name]["stop_threshold"] = args.stop_threshold
-                rows[name]["stop_fact_em"] = float(np.mean([e for e, _ in f]))
-                rows[name]["stop_fact_f1"] = float(np.mean([x for _, x in f]))
-                rows[name]["stop_mean_steps"] = float(np.mean([len(p) for p in picks]))
+            if name in checkpoints and thresholds:
+                rows[name]["stop"] = [stop_metrics(picks, q_values, problem.gold, t) for t in thresholds]
+                for row in rows[name]["stop"]:
+                    print(f"  {name:>16}: stop_threshold {row['stop_threshold']:g}: em {row['em']:.3f} "
+                          f"recall {row['recall']:.3f} mean steps {row['mean_steps']:.2f}", flush=True)
             print(f"  {name:>16}: " + " ".join(f"{m} {rows[name][m]:.3f}" for m in ("em@2", "em@4", "recall@4")), flush=True)
         print(f"  {'dense':>16}: " + " ".join(f"{m} {rows['dense'][m]:.3f}" for m in ("em@2", "em@4", "recall@4")), flush=True)
         print(f"  {'bm25':>16}: " + " ".join(f"{m} {rows['bm25'][m]:.3f}" for m in ("em@2", "em@4", "recall@4")), flush=True)
