@@ -58,9 +58,9 @@ class QRAGConfig:
     was trained for (sentence-transformers models); ``False`` is the paper's ``mean / scale``.
     Checkpoints written before this field existed load with ``False``."""
     question_weight: float = 3.0
-    """From the second step on, the state embedding is ``E_s(state) + question_weight *
-    E_s(question)``: it keeps later picks about the question instead of near-duplicates of the
-    first pick. 0 is the paper's Q, which every training config sets (``conf/model/*.yaml``);
+    """From the second step on, the state embedding is ``(E_s(state) + question_weight *
+    E_s(question)) / (1 + question_weight)``: it keeps later picks about the question instead of
+    near-duplicates of the first pick. 0 is the paper's Q, which every training config sets (``conf/model/*.yaml``);
     the default 3 is for untrained encoders, chosen on the HotpotQA validation slice as the
     weight whose worst EM@k margin over dense top-k was highest (benchmarks/README.md)."""
     max_state_tokens: int = 256

@@ -189,9 +189,11 @@ class QRAGModel(nn.Module):
 
     def anchor_states(self, state_emb: torch.Tensor, question_emb: torch.Tensor) -> torch.Tensor:
         """State embeddings as the search scores them after the first step:
-        ``E_s(state) + question_weight * E_s(question)`` (unchanged when the weight is 0)."""
+        ``(E_s(state) + w * E_s(question)) / (1 + w)`` with ``w = question_weight`` (unchanged
+        when the weight is 0). Dividing by ``1 + w`` keeps Q-values on the scale of the first
+        step's, so ``stop_threshold`` and the reported scores mean the same at every step."""
         w = self.config.question_weight
-        return state_emb if w == 0 else state_emb + w * question_emb
+        return state_emb if w == 0 else (state_emb + w * question_emb) / (1 + w)
 
     # -- Q-values -----------------------------------------------------------------------------
     def rotate_chunks(self, chunk_emb: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:

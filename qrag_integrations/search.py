@@ -81,6 +81,30 @@ def _scan_run_cpu(emb: torch.Tensor, lo: int, hi: int, vec: torch.Tensor, taken:
     return -1, -float("inf")
 
 
+@dataclass(frozen=True)
+class _Candidates:
+    """The chunks one question searches: a snapshot's rows (all, or those a filter matched)."""
+
+    snap: Snapshot
+    rows: np.ndarray | None
+    """Snapshot rows of the candidates in document order; ``None`` = every row."""
+    emb: torch.Tensor
+    """Their embeddings, row ``r`` = candidate rank ``r``."""
+
+    @classmethod
+    def of(cls, snap: Snapshot, where: MetadataFilter | None) -> _Candidates:
+        rows = snap.rows_matching(where)
+        emb = snap.embeddings if rows is None else snap.embeddings[torch.from_numpy(rows).to(snap.embeddings.device)]
+        return cls(snap, rows, emb)
+
+    @property
+    def n(self) -> int:
+        return int(self.emb.shape[0])
+
+    def chunk(self, rank: int) -> Chunk:
+        return self.snap.chunks[rank if self.rows is None else int(self.rows[rank])]
+
+
 class MultiStepSearcher:
     """Runs Q-RAG's greedy multi-step search for one model over one index."""
 
@@ -110,7 +134,8 @@ class MultiStepSearcher:
         Args:
             queries: question texts.
             k: maximum number of steps (= chunks returned per question).
-            stop_threshold: stop a question's search before a pick whose Q-value is below this.
+            stop_threshold: stop a question's search before a pick whose Q-value is below this
+                (it can then return nothing).
             where: metadata filter; only matching chunks are candidates (positions are laid out
                 over the matching chunks, which then form the "document").
 
@@ -118,56 +143,86 @@ class MultiStepSearcher:
             For each question, its hits in pick order: ``min(k, candidates)`` of them, fewer when
             ``stop_threshold`` stops early.
         """
-        if k < 1:
-            raise QRAGError(f"k must be >= 1, got {k}")
-        snap = self.index.snapshot()
-        rows = snap.rows_matching(where)
-        emb = snap.embeddings if rows is None else snap.embeddings[torch.from_numpy(rows).to(snap.embeddings.device)]
-        n = emb.shape[0]
-        results: list[list[Hit]] = [[] for _ in queries]
-        if n == 0 or not queries:
-            return results
-        steps = min(k, n)
-        picked: list[list[int]] = [[] for _ in queries]  # local ranks in pick order
-        active = list(range(len(queries)))
+        candidates = _Candidates.of(self.index.snapshot(), where)
         use_faiss = (
             self.settings.faiss_candidates is not None
-            and rows is None
-            and n >= self.settings.faiss_min_size
+            and candidates.rows is None
+            and candidates.n >= self.settings.faiss_min_size
         )
-        for step in range(1, steps + 1):
+        return self._run(queries, [candidates] * len(queries), k, stop_threshold, shared=True, use_faiss=use_faiss)
+
+    def search_each(
+        self, queries: Sequence[str], indexes: Sequence[ChunkIndex], k: int, stop_threshold: float | None = None
+    ) -> list[list[Hit]]:
+        """Search each question in its own index (e.g. a question's own paragraphs), with the
+        states of all questions encoded together at every step.
+
+        The same search as :meth:`search` (same picks, Q-values and stop rule as searching each
+        question alone in its index); ``self.index`` is not used.
+        """
+        if len(indexes) != len(queries):
+            raise QRAGError(f"got {len(queries)} queries but {len(indexes)} indexes")
+        for index in indexes:
+            if index.embedding_dim != self.model.embedding_dim:
+                raise QRAGError(
+                    f"model embedding size {self.model.embedding_dim} != index embedding size {index.embedding_dim}"
+                )
+        candidates = [_Candidates.of(index.snapshot(), None) for index in indexes]
+        return self._run(queries, candidates, k, stop_threshold, shared=False, use_faiss=False)
+
+    # -- the search loop ----------------------------------------------------------------------
+    def _run(
+        self,
+        queries: Sequence[str],
+        candidates: Sequence[_Candidates],
+        k: int,
+        stop_threshold: float | None,
+        shared: bool,
+        use_faiss: bool,
+    ) -> list[list[Hit]]:
+        """Greedy search of ``queries[b]`` over ``candidates[b]``; ``shared`` = one candidate set
+        for all (its first step is one pass for the batch)."""
+        if k < 1:
+            raise QRAGError(f"k must be >= 1, got {k}")
+        results: list[list[Hit]] = [[] for _ in queries]
+        picked: list[list[int]] = [[] for _ in queries]  # local ranks in pick order
+        active = [b for b in range(len(queries)) if candidates[b].n > 0]
+        question_row: dict[int, int] = {}
+        questions = torch.empty(0)
+        for step in range(1, k + 1):
+            active = [b for b in active if len(picked[b]) < candidates[b].n]
             if not active:
                 break
-            texts = [self._state_text(queries[b], snap, rows, picked[b]) for b in active]
+            texts = [self._state_text(queries[b], candidates[b], picked[b]) for b in active]
             with torch.inference_mode():
                 states = self.model.embed_states(texts).to(torch.float32)
                 if step == 1:  # the state is the bare question: keep it for anchoring
-                    questions = states
+                    questions, question_row = states, {b: i for i, b in enumerate(active)}
                 else:
-                    states = self.model.anchor_states(states, questions[active])
+                    states = self.model.anchor_states(states, questions[[question_row[b] for b in active]])
             if use_faiss:
+                snap, n = candidates[0].snap, candidates[0].n
                 best = [self._best_faiss(snap, states[i], picked[b], n) for i, b in enumerate(active)]
-            elif step == 1:
-                best = self._best_shared_layout(emb, states, n)
+            elif step == 1 and shared:
+                best = self._best_shared_layout(candidates[0].emb, states, candidates[0].n)
             else:
-                best = [self._best_one(emb, states[i], picked[b], n) for i, b in enumerate(active)]
+                best = [
+                    self._best_one(candidates[b].emb, states[i], picked[b], candidates[b].n)
+                    for i, b in enumerate(active)
+                ]
             still = []
             for (rank, q, pos), b in zip(best, active):
                 if stop_threshold is not None and q < stop_threshold:
                     continue
                 picked[b].append(rank)
-                row = rank if rows is None else int(rows[rank])
-                results[b].append(Hit(snap.chunks[row], step, q, pos))
+                results[b].append(Hit(candidates[b].chunk(rank), step, q, pos))
                 still.append(b)
             active = still
         return results
 
     # -- helpers ------------------------------------------------------------------------------
-    def _state_text(self, query: str, snap: Snapshot, rows: np.ndarray | None, picked: list[int]) -> str:
-        to_row = (lambda r: r) if rows is None else (lambda r: int(rows[r]))
-        return self.model.state_text(
-            query, [snap.chunks[to_row(r)].text for r in picked], picked_order=picked
-        )
+    def _state_text(self, query: str, candidates: _Candidates, picked: list[int]) -> str:
+        return self.model.state_text(query, [candidates.chunk(r).text for r in picked], picked_order=picked)
 
     def _positions(self, ranks: np.ndarray, n: int, picked: list[int]) -> np.ndarray:
         cfg = self.model.config

@@ -288,7 +288,7 @@ def test_question_weight_anchors_later_states(tiny_bert_dir: Path) -> None:
     plain = QRAGModel.from_base(QRAGConfig(base_model=str(tiny_bert_dir), question_weight=0.0))
     assert plain.anchor_states(state, question) is state
     anchored = QRAGModel.from_base(QRAGConfig(base_model=str(tiny_bert_dir), question_weight=0.5))
-    assert torch.allclose(anchored.anchor_states(state, question), state + 0.5 * question)
+    assert torch.allclose(anchored.anchor_states(state, question), (state + 0.5 * question) / 1.5)
     with pytest.raises(ValueError, match="question_weight"):
         QRAGConfig(question_weight=-1.0)
 

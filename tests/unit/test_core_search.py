@@ -81,7 +81,7 @@ def brute_force(
         text = model.state_text(query, [chunks[r].text for r in picked], picked_order=picked)
         state = embed_state(model, text)
         if picked:
-            state = state + cfg.question_weight * embed_state(model, query)
+            state = (state + cfg.question_weight * embed_state(model, query)) / (1 + cfg.question_weight)
         pos = layout(cfg.position_mode, n, picked, cfg.relative_step, cfg.relative_span)
         with torch.no_grad():
             q = model.q_values(state, emb, torch.from_numpy(pos))[0].clone()

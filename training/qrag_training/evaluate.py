@@ -2,9 +2,8 @@
 
 Retrievers:
 
-* a checkpoint folder: greedy multi-step Q-RAG retrieval (embed the chunks once; each step embed
-  the state text, score every unpicked chunk at the positions laid out for the current picks,
-  take the arg-max);
+* a checkpoint folder: greedy multi-step Q-RAG retrieval with the retriever's own search
+  (``MultiStepSearcher``; each episode's chunks form its own index);
 * ``--baseline base``: the same loop with an untrained model (both encoders = the base encoder);
 * ``--baseline dense``: single-step dense retrieval, top-``steps`` chunks by cosine between the
   question and chunk embeddings (mean pooling of the base encoder);
@@ -35,8 +34,9 @@ import numpy as np
 import torch
 
 from qrag_integrations.atomic import write_json_atomic, write_text_atomic
+from qrag_integrations.index import ChunkIndex
 from qrag_integrations.model import QRAGModel
-from qrag_integrations.positions import layout
+from qrag_integrations.search import MultiStepSearcher
 from qrag_training.data.episode import Episode
 from qrag_training.feedback import Feedback
 
@@ -112,60 +112,34 @@ def greedy_retrieve(
     stop_threshold: float | None = None,
     embed_batch_size: int = 128,
 ) -> list[Retrieval]:
-    """Greedy multi-step Q-RAG retrieval, ``batch_size`` episodes at a time.
+    """Greedy multi-step Q-RAG retrieval with the retriever's own search
+    (:meth:`MultiStepSearcher.search_each`), ``batch_size`` episodes at a time.
 
     Args:
         model: the Q-RAG model (its config fixes positions and the state text).
-        episodes: episodes to retrieve for.
+        episodes: episodes to retrieve for; each one's chunks form its own index.
         steps: maximum picks per episode.
         batch_size: episodes whose states are embedded together.
-        stop_threshold: if set, stop an episode before a pick whose Q-value is not above it
-            (the first pick is always kept).
+        stop_threshold: if set, stop an episode before a pick whose Q-value is below it (as
+            ``QRAGRetriever(stop_threshold=...)``; an episode can then pick nothing).
         embed_batch_size: chunks per forward pass when embedding.
     """
     was_training = model.training
     model.eval()
-    cfg = model.config
     results: list[Retrieval] = []
     for start in range(0, len(episodes), batch_size):
         batch = list(episodes[start : start + batch_size])
         sizes = [len(e.chunks) for e in batch]
         flat = [c for e in batch for c in e.chunks]
         chunk_emb = model.embed_chunks(flat, batch_size=embed_batch_size).split(sizes)
-        out = [Retrieval([], []) for _ in batch]
-        active = [True] * len(batch)
-        questions: dict[int, torch.Tensor] = {}  # first-step states (the bare questions)
-        for step in range(steps):
-            live = [i for i, a in enumerate(batch) if active[i] and len(out[i].picked) < len(a.chunks)]
-            if not live:
-                break
-            texts = [
-                model.state_text(
-                    batch[i].question, [batch[i].chunks[j] for j in out[i].picked], out[i].picked
-                )
-                for i in live
-            ]
-            states = model.embed_states(texts)
-            if step == 0:
-                questions = {i: states[row] for row, i in enumerate(live)}
-            else:
-                states = torch.stack([model.anchor_states(states[row], questions[i]) for row, i in enumerate(live)])
-            for row, i in enumerate(live):
-                n = sizes[i]
-                pos = layout(cfg.position_mode, n, out[i].picked, cfg.relative_step, cfg.relative_span)
-                q = model.q_values(
-                    states[row : row + 1], chunk_emb[i], torch.from_numpy(pos).to(chunk_emb[i].device)
-                )[0].float()
-                if out[i].picked:
-                    q[torch.tensor(out[i].picked, device=q.device)] = float("-inf")
-                best = int(torch.argmax(q))
-                value = float(q[best])
-                if stop_threshold is not None and out[i].picked and value <= stop_threshold:
-                    active[i] = False
-                    continue
-                out[i].picked.append(best)
-                out[i].scores.append(value)
-        results.extend(out)
+        indexes = []
+        for episode, emb in zip(batch, chunk_emb):
+            index = ChunkIndex(model.embedding_dim)
+            index.add(episode.chunks, emb, ids=[str(i) for i in range(len(episode.chunks))])
+            indexes.append(index)
+        searcher = MultiStepSearcher(model, indexes[0])
+        hits = searcher.search_each([e.question for e in batch], indexes, steps, stop_threshold)
+        results += [Retrieval([int(h.chunk.id) for h in row], [h.q_value for h in row]) for row in hits]
     model.train(was_training)
     return results
 
@@ -229,7 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--n", type=int, help="number of held-out episodes (default: eval_episodes of the config)")
     p.add_argument("--seed", type=int, help="seed of generated held-out episodes (default: eval_seed of the config)")
     p.add_argument("--steps", type=int, help="picks per episode (default: env.max_steps)")
-    p.add_argument("--stop-threshold", type=float, help="stop before a pick whose Q-value is not above this")
+    p.add_argument("--stop-threshold", type=float, help="stop before a pick whose Q-value is below this (as QRAGRetriever's stop_threshold)")
     p.add_argument("--base-model", help="base encoder of the base/dense baselines (default: the config's model.base_model)")
     p.add_argument("--device", default="cpu", help="torch device (cpu, cuda, ...)")
     p.add_argument("--batch-size", type=int, default=16, help="episodes retrieved together")
