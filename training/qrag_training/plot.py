@@ -1,7 +1,8 @@
 """Draw the training curves of a run: ``python -m qrag_training.plot runs/x/metrics.jsonl``.
 
-Top panel: mean training episode reward (and the share of solved episodes); bottom panel:
-held-out fact EM / F1 and reward at every evaluation. Writes a PNG next to the metrics file
+Top panel: mean training episode reward and the share of solved episodes (PQN), or the loss and
+next-hop accuracy (``algo=next_hop``); bottom panel: fact EM / F1 and reward on the evaluation
+episodes (``env.eval``: the validation slice where the env has one) at every evaluation. Writes a PNG next to the metrics file
 (or to ``--out``).
 """
 
@@ -42,7 +43,8 @@ def plot_metrics(metrics: str | Path, out: str | Path | None = None, title: str 
     records = read_metrics(metrics)
     out = Path(out) if out else metrics.with_suffix(".png")
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 7), sharex=True)
-    for key, label in (("reward", "train episode reward"), ("success", "train solved share")):
+    for key, label in (("reward", "train episode reward"), ("success", "train solved share"),
+                       ("loss", "train loss (next hop)"), ("hop_accuracy", "train next-hop accuracy")):
         xs, ys = _series(records, key)
         if xs:
             top.plot(xs, ys, label=label)
@@ -55,7 +57,7 @@ def plot_metrics(metrics: str | Path, out: str | Path | None = None, title: str 
         if xs:
             bottom.plot(xs, ys, marker="o", label=label)
     bottom.set_xlabel("optimiser step")
-    bottom.set_ylabel("held-out")
+    bottom.set_ylabel("evaluation episodes")
     bottom.legend(loc="lower right")
     bottom.grid(alpha=0.3)
     fig.suptitle(title or metrics.parent.name)
