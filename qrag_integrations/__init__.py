@@ -1,15 +1,22 @@
-"""Q-RAG multi-step retrieval for LangChain and LlamaIndex."""
+"""Q-RAG multi-step retrieval for LangChain and LlamaIndex.
 
-__version__ = "0.1.0"
+The core (config, model, checkpoint, index, search) imports no framework; ``QRAGRetriever``, the
+LangChain / LlamaIndex face, is imported on first access.
+"""
 
+from typing import TYPE_CHECKING, Any
+
+from qrag_integrations._version import __version__
 from qrag_integrations.checkpoint import load_model, save_pretrained
 from qrag_integrations.config import PositionMode, QRAGConfig, StateOrder
 from qrag_integrations.errors import CheckpointError, IndexMismatchError, QRAGError
 from qrag_integrations.index import ChunkIndex
 from qrag_integrations.model import QRAGModel
 from qrag_integrations.reference_import import import_reference_checkpoint
-from qrag_integrations.retriever import QRAGRetriever
 from qrag_integrations.search import Hit, MultiStepSearcher, SearchSettings
+
+if TYPE_CHECKING:
+    from qrag_integrations.retriever import QRAGRetriever
 
 __all__ = [
     "CheckpointError",
@@ -29,3 +36,11 @@ __all__ = [
     "load_model",
     "save_pretrained",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "QRAGRetriever":  # imports LangChain and LlamaIndex: only when asked for
+        from qrag_integrations.retriever import QRAGRetriever
+
+        return QRAGRetriever
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -45,7 +45,7 @@ def library_versions() -> dict[str, str]:
     import safetensors
     import transformers
 
-    from qrag_integrations import __version__
+    from qrag_integrations._version import __version__
 
     return {
         "qrag_integrations": __version__,

@@ -1,0 +1,29 @@
+"""The core and the trainer never import a framework; the retriever face is loaded on demand."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+PROBE = """
+import json, sys
+FRAMEWORKS = ("langchain", "langchain_core", "llama_index")
+def frameworks():
+    return sorted({m.split(".")[0] for m in sys.modules} & set(FRAMEWORKS))
+import qrag_integrations, qrag_integrations.model, qrag_integrations.checkpoint
+import qrag_integrations.search, qrag_integrations.index
+from qrag_integrations import QRAGModel, load_model, __version__
+import qrag_training.train, qrag_training.evaluate
+core = frameworks()
+from qrag_integrations import QRAGRetriever
+print(json.dumps({"core": core, "retriever": frameworks(), "name": QRAGRetriever.__name__}))
+"""
+
+
+def test_core_and_trainer_import_no_framework_and_the_retriever_is_lazy() -> None:
+    out = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, check=True)
+    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    assert seen["core"] == []
+    assert {"langchain_core", "llama_index"} <= set(seen["retriever"])
+    assert seen["name"] == "QRAGRetriever"
