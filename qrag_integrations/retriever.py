@@ -9,14 +9,14 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import uuid
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from langchain_core.callbacks import CallbackManager, CallbackManagerForRetrieverRun
+from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document as LCDocument
 from langchain_core.retrievers import BaseRetriever as LCBaseRetriever
-from langchain_core.runnables.config import get_config_list
 from llama_index.core.retrievers import BaseRetriever as LIBaseRetriever
 from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle, TextNode
 from pydantic import ConfigDict, Field, PrivateAttr, ValidationError
@@ -28,6 +28,9 @@ from qrag_integrations.errors import IndexMismatchError, QRAGError
 from qrag_integrations.index import INDEX_DTYPES, ChunkIndex, MetadataFilter
 from qrag_integrations.model import QRAGModel
 from qrag_integrations.search import Hit, MultiStepSearcher, SearchSettings
+
+#: ``invoke`` keyword naming the prefetched results of the ``batch`` call it belongs to.
+_BATCH_KEY = "qrag_batch"
 
 #: Metadata keys added to every result.
 META_STEP, META_Q, META_POSITION, META_SCORE = "qrag_step", "qrag_q_value", "qrag_position", "score"
@@ -90,7 +93,8 @@ class QRAGRetriever(LCBaseRetriever, LIBaseRetriever):
     faiss_candidates: int | None = None
     """Approximate mode for very large indexes: FAISS pre-selects this many candidates per step."""
 
-    # LlamaIndex's BaseRetriever.__init__ sets these; pydantic needs them declared.
+    # LlamaIndex's BaseRetriever.__init__ (its public constructor, called below) sets these;
+    # pydantic needs them declared.
     callback_manager: Any = Field(default=None, exclude=True)
     object_map: dict = Field(default_factory=dict, exclude=True)
     _verbose: bool = PrivateAttr(default=False)
@@ -98,6 +102,8 @@ class QRAGRetriever(LCBaseRetriever, LIBaseRetriever):
     _model: QRAGModel = PrivateAttr()
     _index: ChunkIndex = PrivateAttr()
     _searcher: MultiStepSearcher = PrivateAttr()
+    _prefetched: dict[str, dict[str, list[Hit]]] = PrivateAttr(default_factory=dict)
+    """Per running ``batch`` call (keyed by a token passed to ``invoke``): hits by question."""
 
     def __init__(
         self,
@@ -365,8 +371,10 @@ class QRAGRetriever(LCBaseRetriever, LIBaseRetriever):
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[LCDocument]:
-        hits = self.search([query], k=kwargs.get("k"), filter=kwargs.get("filter"),
-                           stop_threshold=kwargs.get("stop_threshold"))[0]
+        hits = self._prefetched.get(kwargs.pop(_BATCH_KEY, None), {}).get(query)
+        if hits is None:
+            hits = self.search([query], k=kwargs.get("k"), filter=kwargs.get("filter"),
+                               stop_threshold=kwargs.get("stop_threshold"))[0]
         return [_to_lc(h) for h in hits]
 
     async def _aget_relevant_documents(self, query: str, *, run_manager: Any, **kwargs: Any) -> list[LCDocument]:
@@ -387,52 +395,36 @@ class QRAGRetriever(LCBaseRetriever, LIBaseRetriever):
     ) -> list[Any]:
         """Retrieve for several questions in one search pass (one encoder batch per step).
 
-        Callbacks fire per question as with ``invoke``; a bad question raises (or, with
+        The search runs once for every valid question; then LangChain's own ``Runnable.batch``
+        invokes the retriever per question (callbacks, ``return_exceptions``, concurrency as
+        usual), each answered from that pass. A bad question raises (or, with
         ``return_exceptions=True``, yields its exception) without stopping the others.
         """
-        if not inputs:
-            return []
-        configs = get_config_list(config, len(inputs))
-        managers = []
-        for query, cfg in zip(inputs, configs):
-            callback_manager = CallbackManager.configure(
-                cfg.get("callbacks"),
-                None,
-                inheritable_tags=cfg.get("tags"),
-                local_tags=self.tags,
-                inheritable_metadata={**(cfg.get("metadata") or {}), **self._get_ls_params(**kwargs)},
-                local_metadata=self.metadata,
-            )
-            managers.append(
-                callback_manager.on_retriever_start(None, query, name=cfg.get("run_name") or self.get_name())
-            )
-        results: list[Any] = [None] * len(inputs)
+        token = uuid.uuid4().hex
+        self._prefetched[token] = self._prefetch(inputs, kwargs)
+        try:
+            return super().batch(inputs, config, return_exceptions=return_exceptions, **kwargs, **{_BATCH_KEY: token})
+        finally:
+            self._prefetched.pop(token, None)
+
+    def _prefetch(self, inputs: Sequence[Any], kwargs: dict[str, Any]) -> dict[str, list[Hit]]:
+        """Hits of every valid question of a batch, from one search pass (empty if it fails:
+        each question then searches, and fails, on its own)."""
         good = []
-        for i, query in enumerate(inputs):
+        for query in dict.fromkeys(q for q in inputs if isinstance(q, str)):
             try:
                 _check_query(query)
-                good.append(i)
-            except QRAGError as exc:
-                results[i] = exc
+                good.append(query)
+            except QRAGError:
+                pass
+        if not good:
+            return {}
         try:
-            hits = self.search([inputs[i] for i in good], k=kwargs.get("k"),
-                               filter=kwargs.get("filter"), stop_threshold=kwargs.get("stop_threshold"))
-        except Exception as exc:  # noqa: BLE001 - reported per input, like Runnable.batch
-            for i in good:
-                results[i] = exc
-        else:
-            for i, h in zip(good, hits):
-                results[i] = [_to_lc(x) for x in h]
-        for manager, result in zip(managers, results):
-            if isinstance(result, Exception):
-                manager.on_retriever_error(result)
-            else:
-                manager.on_retriever_end(result)
-        if not return_exceptions:
-            for result in results:
-                if isinstance(result, Exception):
-                    raise result
-        return results
+            hits = self.search(good, k=kwargs.get("k"), filter=kwargs.get("filter"),
+                               stop_threshold=kwargs.get("stop_threshold"))
+        except Exception:  # noqa: BLE001 - reported by each question's own invoke
+            return {}
+        return dict(zip(good, hits))
 
     async def abatch(
         self,

@@ -349,6 +349,32 @@ def test_batch_equals_invokes_in_one_search(retriever, monkeypatch):
     with pytest.raises(QRAGError, match="empty"):
         retriever.batch([QUESTION, ""])
     assert retriever.batch([]) == []
+    assert retriever._prefetched == {}  # nothing kept once a batch returns
+
+
+def test_batch_fires_langchain_callbacks_per_question(retriever):
+    from langchain_core.callbacks import BaseCallbackHandler
+
+    class Recorder(BaseCallbackHandler):
+        def __init__(self) -> None:
+            self.events: list[tuple[str, Any]] = []
+
+        def on_retriever_start(self, serialized: Any, query: str, **kwargs: Any) -> None:
+            self.events.append(("start", query))
+
+        def on_retriever_end(self, documents: Any, **kwargs: Any) -> None:
+            self.events.append(("end", len(documents)))
+
+        def on_retriever_error(self, error: BaseException, **kwargs: Any) -> None:
+            self.events.append(("error", type(error).__name__))
+
+    recorder = Recorder()
+    out = retriever.batch([QUESTION, "", "Where is Mary?"], config={"callbacks": [recorder]},
+                          return_exceptions=True, k=2)
+    assert isinstance(out[1], QRAGError) and [len(out[0]), len(out[2])] == [2, 2]
+    starts = sorted(q for e, q in recorder.events if e == "start")
+    assert starts == sorted([QUESTION, "", "Where is Mary?"])
+    assert sorted(str(v) for e, v in recorder.events if e != "start") == ["2", "2", "QRAGError"]
 
 
 def test_async_results_equal_sync(retriever):
