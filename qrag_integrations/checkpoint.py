@@ -231,7 +231,8 @@ def load_model(
     """Load a Q-RAG model from a checkpoint folder, or build an untrained one from an encoder.
 
     Args:
-        checkpoint: a folder from :func:`save_pretrained`; or any HF encoder name / local folder
+        checkpoint: a folder from :func:`save_pretrained`, a shipped checkpoint's name
+            (``"packaged:qrag-hotpotqa-minilm"``, ``"packaged:qrag-babi-demo"``); or any HF encoder name / local folder
             (untrained Q-RAG: behaves like an iterative dense retriever); ``None`` for the
             default model (see :func:`qrag_integrations.defaults.default_checkpoint`).
         device: ``"cpu"``, ``"cuda"``, ``"cuda:1"``, ...
@@ -241,10 +242,11 @@ def load_model(
     Raises:
         CheckpointError: missing, corrupt or mismatching files, with the problem named.
     """
-    from qrag_integrations.defaults import default_checkpoint
+    from qrag_integrations.defaults import default_checkpoint, resolve_packaged_checkpoint
 
     if checkpoint is None:
         checkpoint = default_checkpoint()
+    checkpoint = resolve_packaged_checkpoint(checkpoint)
     path = Path(checkpoint)
     if path.is_dir() and (path / CONFIG_FILE).exists():
         return load_checkpoint_dir(path, device, dtype)
