@@ -371,7 +371,8 @@ class QRAGRetriever(LCBaseRetriever, LIBaseRetriever):
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[LCDocument]:
-        hits = self._prefetched.get(kwargs.pop(_BATCH_KEY, None), {}).get(query)
+        prefetched = self._prefetched.get(kwargs.pop(_BATCH_KEY, None), {})
+        hits = prefetched.get(query) if isinstance(query, str) else None
         if hits is None:
             hits = self.search([query], k=kwargs.get("k"), filter=kwargs.get("filter"),
                                stop_threshold=kwargs.get("stop_threshold"))[0]
