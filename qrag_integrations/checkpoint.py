@@ -23,7 +23,7 @@ import torch
 from safetensors.torch import load_file, save_file
 from transformers import AutoModel, AutoTokenizer
 
-from qrag_integrations.atomic import atomic_dir
+from qrag_integrations.atomic import SaveKind, atomic_dir
 from qrag_integrations.config import QRAGConfig
 from qrag_integrations.encoder import MeanPoolEncoder
 from qrag_integrations.errors import CheckpointError
@@ -38,6 +38,13 @@ ENCODER_DIRS = {"state_encoder": "state_encoder", "chunk_encoder": "chunk_encode
 PARTIAL_WEIGHTS_FILE = "trained_weights.safetensors"
 CARD_FILE = "README.md"
 REFERENCE_FILES = ("model_best.pt", "model_last.pt")
+#: A checkpoint folder: what :func:`save_pretrained` may replace.
+CHECKPOINT_SAVE = SaveKind(
+    "Q-RAG checkpoint",
+    frozenset({CONFIG_FILE, CARD_FILE, TOKENIZER_DIR, PARTIAL_WEIGHTS_FILE, *ENCODER_DIRS.values()}),
+    CONFIG_FILE,
+    FORMAT_NAME,
+)
 
 
 def library_versions() -> dict[str, str]:
@@ -80,19 +87,29 @@ def chunk_encoder_fingerprint(model: QRAGModel) -> str:
 
 
 def save_pretrained(
-    model: QRAGModel, path: str | os.PathLike[str], card_notes: str = "", weights_dtype: torch.dtype | None = None
+    model: QRAGModel,
+    path: str | os.PathLike[str],
+    card_notes: str = "",
+    weights_dtype: torch.dtype | None = None,
+    overwrite: bool = False,
 ) -> Path:
-    """Write ``model`` as a checkpoint folder, atomically (an existing folder is replaced whole).
+    """Write ``model`` as a checkpoint folder, atomically.
 
     Args:
         model: the model to save.
-        path: destination folder.
+        path: destination folder: missing, empty, or an earlier checkpoint (replaced whole).
         card_notes: extra Markdown appended to the generated model card (e.g. evaluation results).
         weights_dtype: store the trained weights of a partial checkpoint in this dtype
             (``torch.float16`` halves the file; loading casts back to the model's dtype).
+        overwrite: move anything else at ``path`` (a file, a folder of other files) aside to a
+            sibling ``<name>.old-<time>`` instead of refusing; nothing is deleted.
 
     Returns:
         The folder path.
+
+    Raises:
+        QRAGError: ``path`` is a file or a folder that is not a checkpoint (naming what is
+            there), and ``overwrite`` is false.
     """
     path = Path(path)
     partial = model.config.trainable_layers is not None
@@ -105,7 +122,7 @@ def save_pretrained(
         "library_versions": library_versions(),
         "chunk_encoder_fingerprint": chunk_encoder_fingerprint(model),
     }
-    with atomic_dir(path) as tmp:
+    with atomic_dir(path, CHECKPOINT_SAVE, overwrite=overwrite) as tmp:
         model.tokenizer.save_pretrained(tmp / TOKENIZER_DIR)
         if partial:
             weights = {k: v.detach().to("cpu", weights_dtype).contiguous() for k, v in model.trained_state_dict().items()}

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
 
-from qrag_integrations.atomic import atomic_dir
+from qrag_integrations.atomic import SaveKind, atomic_dir
 from qrag_integrations.errors import IndexMismatchError, QRAGError
 from qrag_integrations.manifests import read_manifest_file
 
@@ -32,6 +32,10 @@ MANIFEST_FILE = "index.json"
 INDEX_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 EMBEDDINGS_FILE = "embeddings.safetensors"
 RECORDS_FILE = "records.jsonl"
+#: A saved index folder: what :meth:`ChunkIndex.save` may replace.
+INDEX_SAVE = SaveKind(
+    "saved index", frozenset({MANIFEST_FILE, EMBEDDINGS_FILE, RECORDS_FILE}), MANIFEST_FILE, INDEX_FORMAT
+)
 
 #: A metadata filter: ``{"key": value}`` (equality), ``{"key": [v1, v2]}`` (any of), or a callable.
 MetadataFilter = Mapping[str, Any] | Callable[[dict[str, Any]], bool]
@@ -234,20 +238,30 @@ class ChunkIndex:
         self._snapshot = snap
 
     # -- persistence --------------------------------------------------------------------------
-    def save(self, path: str | os.PathLike[str], extra: dict[str, Any] | None = None) -> None:
+    def save(
+        self, path: str | os.PathLike[str], extra: dict[str, Any] | None = None, overwrite: bool = False
+    ) -> None:
         """Write the index folder atomically (embeddings as safetensors, records as JSON lines).
 
+        Args:
+            path: destination folder: missing, empty, or an earlier saved index (replaced whole).
+            extra: more manifest entries.
+            overwrite: move anything else at ``path`` aside (see
+                :func:`qrag_integrations.atomic.move_aside`) instead of refusing.
+
         Raises:
-            QRAGError: when a metadata value is not JSON-serialisable (nothing is written).
+            QRAGError: when a metadata value is not JSON-serialisable, or something that is not a
+                saved index is at ``path`` (nothing is written).
         """
-        snap = self._snapshot
+        with self._lock:  # the chunks and document ranks of one moment
+            snap, doc_rank = self._snapshot, dict(self._doc_rank)
         manifest = {
             "format": INDEX_FORMAT,
             "format_version": INDEX_FORMAT_VERSION,
             "embedding_dim": self.embedding_dim,
             "dtype": next(name for name, dt in INDEX_DTYPES.items() if dt == self.dtype),
             "size": len(snap),
-            "doc_rank": self._doc_rank,
+            "doc_rank": doc_rank,
             **(extra or {}),
         }
         try:
@@ -257,7 +271,7 @@ class ChunkIndex:
             ]
         except (TypeError, ValueError) as exc:  # ValueError: circular references
             raise QRAGError(f"chunk metadata must be JSON-serialisable to save the index: {exc}") from exc
-        with atomic_dir(path) as tmp:
+        with atomic_dir(path, INDEX_SAVE, overwrite=overwrite) as tmp:
             save_file({"embeddings": snap.embeddings.detach().to("cpu").contiguous()}, str(tmp / EMBEDDINGS_FILE))
             (tmp / RECORDS_FILE).write_text("\n".join(lines) + ("\n" if lines else ""), encoding="utf-8")
             (tmp / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")

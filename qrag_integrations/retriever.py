@@ -21,7 +21,7 @@ from llama_index.core.retrievers import BaseRetriever as LIBaseRetriever
 from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle, TextNode
 from pydantic import ConfigDict, Field, PrivateAttr, ValidationError
 
-from qrag_integrations.atomic import atomic_dir
+from qrag_integrations.atomic import SaveKind, atomic_dir
 from qrag_integrations.checkpoint import chunk_encoder_fingerprint, load_model
 from qrag_integrations.defaults import default_checkpoint
 from qrag_integrations.errors import IndexMismatchError, QRAGError
@@ -36,6 +36,10 @@ _BATCH_KEY = "qrag_batch"
 META_STEP, META_Q, META_POSITION, META_SCORE = "qrag_step", "qrag_q_value", "qrag_position", "score"
 SETTINGS_FILE, MODEL_DIR, INDEX_DIR = "retriever.json", "model", "index"
 RETRIEVER_FORMAT = "qrag-retriever"
+#: A saved retriever folder: what :meth:`QRAGRetriever.save` may replace.
+RETRIEVER_SAVE = SaveKind(
+    "saved QRAGRetriever", frozenset({SETTINGS_FILE, MODEL_DIR, INDEX_DIR}), SETTINGS_FILE, RETRIEVER_FORMAT
+)
 
 
 class QRAGRetriever(LCBaseRetriever, LIBaseRetriever):
@@ -464,24 +468,34 @@ class QRAGRetriever(LCBaseRetriever, LIBaseRetriever):
         return LIBaseRetriever.get_prompts(self)
 
     # -- persistence ----------------------------------------------------------------------------
-    def save(self, path: str | os.PathLike[str]) -> None:
+    def save(self, path: str | os.PathLike[str], overwrite: bool = False) -> None:
         """Write settings, index and (unless it is a named installed model) the model, atomically.
 
         A model loaded from a local checkpoint folder is copied in, so the saved folder is
         self-contained; a packaged or hub model is stored by name.
+
+        Args:
+            path: destination folder: missing, empty, or an earlier saved retriever (replaced whole).
+            overwrite: move anything else at ``path`` (a file, a folder of other files) aside to a
+                sibling ``<name>.old-<time>`` instead of refusing; nothing is deleted.
+
+        Raises:
+            QRAGError: ``path`` is a file or a folder that is not a saved retriever (naming what
+                is there) and ``overwrite`` is false; or a setting or chunk metadata is not JSON.
         """
         settings = self.model_dump(exclude={"callback_manager", "object_map", "callbacks", "tags", "metadata"})
         embed_model = not _is_named_model(self.checkpoint)
         fingerprint = chunk_encoder_fingerprint(self._model)
-        with atomic_dir(path) as tmp:
+        try:
+            settings_json = json.dumps({"format": RETRIEVER_FORMAT, "format_version": 1, "settings": settings,
+                                        "model_in_folder": embed_model}, indent=2) + "\n"
+        except (TypeError, ValueError) as exc:
+            raise QRAGError(f"the retriever's settings must be JSON-serialisable to save it: {exc}") from exc
+        with atomic_dir(path, RETRIEVER_SAVE, overwrite=overwrite) as tmp:
             if embed_model:
                 self._model.save_pretrained(str(tmp / MODEL_DIR))
             self._index.save(tmp / INDEX_DIR, extra={"chunk_encoder_fingerprint": fingerprint})
-            (tmp / SETTINGS_FILE).write_text(
-                json.dumps({"format": RETRIEVER_FORMAT, "format_version": 1, "settings": settings,
-                            "model_in_folder": embed_model}, indent=2) + "\n",
-                encoding="utf-8",
-            )
+            (tmp / SETTINGS_FILE).write_text(settings_json, encoding="utf-8")
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], device: str | None = None) -> QRAGRetriever:
