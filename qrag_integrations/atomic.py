@@ -74,9 +74,11 @@ class SaveKind:
         present = sorted(target.iterdir())
         if not present:
             return None
-        if self.manifest is not None and _manifest_format(target / self.manifest) != self.format:
-            return f"a folder that is not a {self.what} (no {self.manifest}); it holds {_listing(present)}"
         foreign = [p for p in present if not self._writes(p.name)]
+        no_manifest = self.manifest is not None and _manifest_format(target / self.manifest) != self.format
+        if no_manifest or len(foreign) == len(present):
+            why = f" (no {self.manifest})" if no_manifest else ""
+            return f"a folder that is not a {self.what}{why}; it holds {_listing(present)}"
         if foreign:
             return f"a {self.what} that also holds files it does not write: {_listing(foreign)}"
         return None
