@@ -112,6 +112,16 @@ def save_pretrained(
             there), and ``overwrite`` is false.
     """
     path = Path(path)
+    with atomic_dir(path, CHECKPOINT_SAVE, overwrite=overwrite) as tmp:
+        write_checkpoint_files(model, tmp, card_notes, weights_dtype)
+    return path
+
+
+def write_checkpoint_files(
+    model: QRAGModel, folder: Path, card_notes: str = "", weights_dtype: torch.dtype | None = None
+) -> None:
+    """Write the files of a checkpoint into ``folder``, an empty scratch folder of the caller's
+    :func:`~qrag_integrations.atomic.atomic_dir` (see :func:`save_pretrained` for the arguments)."""
     partial = model.config.trainable_layers is not None
     manifest: dict[str, Any] = {
         "format": FORMAT_NAME,
@@ -122,19 +132,17 @@ def save_pretrained(
         "library_versions": library_versions(),
         "chunk_encoder_fingerprint": chunk_encoder_fingerprint(model),
     }
-    with atomic_dir(path, CHECKPOINT_SAVE, overwrite=overwrite) as tmp:
-        model.tokenizer.save_pretrained(tmp / TOKENIZER_DIR)
-        if partial:
-            weights = {k: v.detach().to("cpu", weights_dtype).contiguous() for k, v in model.trained_state_dict().items()}
-            save_file(weights, str(tmp / PARTIAL_WEIGHTS_FILE), metadata={"format": FORMAT_NAME})
-            manifest["base_fingerprint"] = base_fingerprint(model)
-        else:
-            for attr, sub in ENCODER_DIRS.items():
-                encoder: MeanPoolEncoder = getattr(model, attr)
-                encoder.model.save_pretrained(tmp / sub, safe_serialization=True)
-        (tmp / CONFIG_FILE).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-        (tmp / CARD_FILE).write_text(model_card(manifest, card_notes), encoding="utf-8")
-    return path
+    model.tokenizer.save_pretrained(folder / TOKENIZER_DIR)
+    if partial:
+        weights = {k: v.detach().to("cpu", weights_dtype).contiguous() for k, v in model.trained_state_dict().items()}
+        save_file(weights, str(folder / PARTIAL_WEIGHTS_FILE), metadata={"format": FORMAT_NAME})
+        manifest["base_fingerprint"] = base_fingerprint(model)
+    else:
+        for attr, sub in ENCODER_DIRS.items():
+            encoder: MeanPoolEncoder = getattr(model, attr)
+            encoder.model.save_pretrained(folder / sub, safe_serialization=True)
+    (folder / CONFIG_FILE).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    (folder / CARD_FILE).write_text(model_card(manifest, card_notes), encoding="utf-8")
 
 
 def model_card(manifest: dict[str, Any], notes: str = "") -> str:

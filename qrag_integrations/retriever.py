@@ -22,7 +22,7 @@ from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle, TextNo
 from pydantic import ConfigDict, Field, PrivateAttr, ValidationError
 
 from qrag_integrations.atomic import SaveKind, atomic_dir
-from qrag_integrations.checkpoint import chunk_encoder_fingerprint, load_model
+from qrag_integrations.checkpoint import chunk_encoder_fingerprint, load_model, write_checkpoint_files
 from qrag_integrations.defaults import default_checkpoint
 from qrag_integrations.errors import IndexMismatchError, QRAGError
 from qrag_integrations.index import INDEX_DTYPES, ChunkIndex, MetadataFilter
@@ -493,7 +493,8 @@ class QRAGRetriever(LCBaseRetriever, LIBaseRetriever):
             raise QRAGError(f"the retriever's settings must be JSON-serialisable to save it: {exc}") from exc
         with atomic_dir(path, RETRIEVER_SAVE, overwrite=overwrite) as tmp:
             if embed_model:
-                self._model.save_pretrained(str(tmp / MODEL_DIR))
+                (tmp / MODEL_DIR).mkdir()
+                write_checkpoint_files(self._model, tmp / MODEL_DIR)
             self._index.save(tmp / INDEX_DIR, extra={"chunk_encoder_fingerprint": fingerprint})
             (tmp / SETTINGS_FILE).write_text(settings_json, encoding="utf-8")
 

@@ -33,7 +33,7 @@ from qrag_integrations.atomic import (
     recover_interrupted_save,
     write_json_atomic,
 )
-from qrag_integrations.checkpoint import CHECKPOINT_SAVE
+from qrag_integrations.checkpoint import CHECKPOINT_SAVE, write_checkpoint_files
 from qrag_integrations.errors import QRAGError
 from qrag_integrations.model import QRAGModel
 
@@ -100,7 +100,9 @@ def save_run_checkpoint(
     """Write a checkpoint folder (and, if ``state`` is given, the training state) atomically;
     ``path`` must be missing or an earlier checkpoint of a run."""
     with atomic_dir(path, RUN_CHECKPOINT_SAVE) as tmp:
-        model.save_pretrained(str(tmp), card_notes=card_notes)
+        # into this scratch folder, not through save_pretrained: a nested atomic_dir would put
+        # its own scratch folder next to ours, in out_dir
+        write_checkpoint_files(model, tmp, card_notes=card_notes)
         (tmp / CONFIG_YAML).write_text(config_yaml, encoding="utf-8")
         if state is not None:
             sdir = tmp / STATE_DIR
