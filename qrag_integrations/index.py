@@ -23,7 +23,7 @@ from safetensors.torch import load_file, save_file
 
 from qrag_integrations.atomic import SaveKind, atomic_dir
 from qrag_integrations.errors import IndexMismatchError, QRAGError
-from qrag_integrations.manifests import read_manifest_file
+from qrag_integrations.manifests import read_manifest_file, safetensors_shapes
 
 INDEX_FORMAT = "qrag-index"
 INDEX_FORMAT_VERSION = 1
@@ -303,10 +303,15 @@ class ChunkIndex:
                 f"the index at {path} holds {dim}-dimensional embeddings but the model makes "
                 f"{expected_dim}-dimensional ones; rebuild the index with this model"
             )
+        # The header first: the manifest and the file must agree before anything is read in.
+        shapes = safetensors_shapes(path / EMBEDDINGS_FILE)
+        if set(shapes) != {"embeddings"} or shapes["embeddings"][0] != (manifest.get("size"), dim):
+            raise QRAGError(
+                f"{path / EMBEDDINGS_FILE} holds {({k: v[0] for k, v in shapes.items()})}, but "
+                f"{path / MANIFEST_FILE} says embeddings of shape ({manifest.get('size')}, {dim})"
+            )
         try:
             emb = load_file(str(path / EMBEDDINGS_FILE))["embeddings"]
-        except FileNotFoundError as exc:
-            raise QRAGError(f"{path / EMBEDDINGS_FILE} is missing") from exc
         except Exception as exc:
             raise QRAGError(f"corrupt {path / EMBEDDINGS_FILE}: {exc}") from exc
         try:
