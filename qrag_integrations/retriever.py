@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
 import uuid
 from collections.abc import Iterable, Sequence
@@ -90,7 +91,7 @@ class QRAGRetriever(LCBaseRetriever, LIBaseRetriever):
     """Device of the model and embeddings: ``"cpu"``, ``"cuda"``, ``"cuda:1"``..."""
     index_dtype: str = "float32"
     """Storage dtype of chunk embeddings: ``float32`` or ``float16`` (half the memory)."""
-    batch_size: int = 64
+    batch_size: int = Field(default=64, ge=1)
     """Chunks per encoder batch when embedding."""
     show_progress: bool = False
     """Show a progress bar while embedding chunks."""
@@ -317,7 +318,7 @@ class QRAGRetriever(LCBaseRetriever, LIBaseRetriever):
         if ids is not None:
             if text_splitter is not None and not as_chunks:
                 raise QRAGError("ids= cannot be combined with a text splitter (chunk count unknown)")
-            chunk_ids = [str(i) for i in ids]
+            chunk_ids = _as_ids(ids)
         return self._add(texts, metas, chunk_ids, doc_ids)
 
     def insert_nodes(self, nodes: Sequence[BaseNode]) -> list[str]:
@@ -330,7 +331,7 @@ class QRAGRetriever(LCBaseRetriever, LIBaseRetriever):
             raise QRAGError("delete needs ids=[...]")
         if isinstance(ids, str):
             ids = [ids]
-        return self._index.delete([str(i) for i in ids]) > 0
+        return self._index.delete(_as_ids(ids)) > 0
 
     def get_by_ids(self, ids: Sequence[str]) -> list[LCDocument]:
         """Documents of the given chunk ids (unknown ids skipped)."""
@@ -343,8 +344,10 @@ class QRAGRetriever(LCBaseRetriever, LIBaseRetriever):
         ids: Sequence[str] | None,
         doc_ids: list[str],
     ) -> list[str]:
+        for i, text in enumerate(texts):
+            _check_unicode(text, f"text {i}")
         if ids is not None:
-            ids = [str(i) for i in ids]
+            ids = _as_ids(ids)
             if not all(ids):
                 raise QRAGError("chunk ids must be non-empty strings")
         self._index.check_new(len(texts), metas, ids)  # fail before the costly embedding
@@ -365,10 +368,12 @@ class QRAGRetriever(LCBaseRetriever, LIBaseRetriever):
             _check_query(q)
         k = self.k if k is None else k
         _check_k(k)
+        stop_threshold = self.stop_threshold if stop_threshold is None else stop_threshold
+        _check_stop_threshold(stop_threshold)
         return self._searcher.search(
             list(queries),
             k=k,
-            stop_threshold=self.stop_threshold if stop_threshold is None else stop_threshold,
+            stop_threshold=stop_threshold,
             where=self.filter if filter is None else filter,
         )
 
@@ -547,6 +552,29 @@ def _check_query(query: Any) -> None:
         raise QRAGError(f"query must be a string, got {type(query).__name__}")
     if not query.strip():
         raise QRAGError("query is empty")
+    _check_unicode(query, "query")
+
+
+def _check_unicode(text: str, what: str) -> None:
+    """Refuse strings the tokenizer cannot take (lone surrogates, e.g. from bad decoding)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise QRAGError(f"{what} is not valid Unicode ({exc.reason} at position {exc.start})") from None
+
+
+def _check_stop_threshold(threshold: Any) -> None:
+    if threshold is None:
+        return
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or math.isnan(threshold):
+        raise QRAGError(f"stop_threshold must be a number or None, got {threshold!r}")
+
+
+def _as_ids(ids: Any) -> list[str]:
+    """Chunk ids as strings; a bare string or something that is not a collection is refused."""
+    if isinstance(ids, (str, bytes)) or not isinstance(ids, Iterable):
+        raise QRAGError(f"ids must be a list of ids, got {type(ids).__name__}")
+    return [str(i) for i in ids]
 
 
 def _is_named_model(checkpoint: str | None) -> bool:
