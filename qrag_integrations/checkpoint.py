@@ -211,13 +211,13 @@ def _check_config_fits_weights(folder: Path) -> None:
     except Exception as exc:  # unknown model types, bad fields: many exception types
         raise CheckpointError(f"bad encoder config {folder / 'config.json'}: {exc}") from exc
     wanted = {k: tuple(v.shape) for k, v in skeleton.state_dict().items()}
-    differ = sorted(k for k in set(wanted) & set(stored) if wanted[k] != stored[k][0])
+    differ = sorted(k for k in set(wanted) & set(stored) if wanted[k] != stored[k])
     # Tensors the file lacks would be freshly initialised; a config asking for many of them
     # (e.g. a huge layer count over a small file) is refused by size.
     wanted_size = sum(math.prod(s) for s in wanted.values())
-    stored_size = sum(math.prod(s) for s, _ in stored.values())
+    stored_size = sum(math.prod(s) for s in stored.values())
     if differ or wanted_size > 2 * stored_size:
-        detail = (f"{differ[0]} is {wanted[differ[0]]} there, {stored[differ[0]][0]} in the file" if differ
+        detail = (f"{differ[0]} is {wanted[differ[0]]} there, {stored[differ[0]]} in the file" if differ
                   else f"{wanted_size} parameters there, {stored_size} in the file")
         raise CheckpointError(
             f"{folder / 'config.json'} does not describe the weights in {folder / 'model.safetensors'} ({detail})"
@@ -272,7 +272,7 @@ def load_checkpoint_dir(
                 f"{config.base_model!r} (missing {sorted(set(expected) - set(stored))[:3]}, "
                 f"unexpected {sorted(set(stored) - set(expected))[:3]})"
             )
-        for key, (shape, _) in stored.items():
+        for key, shape in stored.items():
             if shape != tuple(expected[key].shape):
                 raise CheckpointError(f"{file}: {key} has shape {shape}, "
                                       f"expected {tuple(expected[key].shape)}")

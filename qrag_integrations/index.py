@@ -338,9 +338,9 @@ class ChunkIndex:
             )
         # The header first: the manifest and the file must agree before anything is read in.
         shapes = safetensors_shapes(path / EMBEDDINGS_FILE)
-        if set(shapes) != {"embeddings"} or shapes["embeddings"][0] != (manifest.get("size"), dim):
+        if shapes != {"embeddings": (manifest.get("size"), dim)}:
             raise QRAGError(
-                f"{path / EMBEDDINGS_FILE} holds {({k: v[0] for k, v in shapes.items()})}, but "
+                f"{path / EMBEDDINGS_FILE} holds {shapes}, but "
                 f"{path / MANIFEST_FILE} says embeddings of shape ({manifest.get('size')}, {dim})"
             )
         try:

@@ -48,11 +48,9 @@ def read_manifest_file(
     return manifest
 
 
-def safetensors_shapes(
-    file: Path, error: type[QRAGError] = QRAGError
-) -> dict[str, tuple[tuple[int, ...], str]]:
-    """Shape and dtype name (``"F32"``...) of every tensor in a safetensors file, read from its
-    header only (the library checks that the header fits the file's size).
+def safetensors_shapes(file: Path, error: type[QRAGError] = QRAGError) -> dict[str, tuple[int, ...]]:
+    """Shape of every tensor in a safetensors file, read from its header only (the library
+    checks that the header fits the file's size).
 
     Raises:
         error: the file is missing, not a regular file, or its header is corrupt.
@@ -61,6 +59,6 @@ def safetensors_shapes(
         raise error(f"{file} is missing or not a regular file")
     try:
         with safe_open(str(file), framework="pt") as fh:
-            return {k: (tuple(fh.get_slice(k).get_shape()), fh.get_slice(k).get_dtype()) for k in fh.keys()}
+            return {k: tuple(fh.get_slice(k).get_shape()) for k in fh.keys()}  # noqa: SIM118 - not a dict
     except (SafetensorError, OSError) as exc:
         raise error(f"corrupt {file}: {exc}") from exc

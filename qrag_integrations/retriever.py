@@ -23,7 +23,11 @@ from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle, TextNo
 from pydantic import ConfigDict, Field, PrivateAttr, ValidationError
 
 from qrag_integrations.atomic import SaveKind, atomic_dir
-from qrag_integrations.checkpoint import chunk_encoder_fingerprint, load_model, write_checkpoint_files
+from qrag_integrations.checkpoint import (
+    chunk_encoder_fingerprint,
+    load_model,
+    write_checkpoint_files,
+)
 from qrag_integrations.defaults import default_checkpoint
 from qrag_integrations.errors import IndexMismatchError, QRAGError
 from qrag_integrations.index import INDEX_DTYPES, ChunkIndex, MetadataFilter

@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from faults import Faults, injected, kill_self
-
-import qrag_training.train as train
+from qrag_training import train
 
 
 def main() -> None:

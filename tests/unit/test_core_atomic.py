@@ -64,9 +64,9 @@ def test_anything_else_is_refused_before_the_body_runs(tmp_path, setup, message)
     target = tmp_path / "out"
     setup(target)
     ran = []
-    with pytest.raises(QRAGError, match=rf"refusing to save a test save to .*out: it is {message}\."):
-        with atomic_dir(target, KIND):
-            ran.append(True)
+    pattern = rf"refusing to save a test save to .*out: it is {message}\."
+    with pytest.raises(QRAGError, match=pattern), atomic_dir(target, KIND):
+        ran.append(True)
     assert not ran
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
 

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 import torch
 from faults import Faults, InjectedFault, folder_bytes, injected, scratch_left
+from qrag_training.checkpointing import load_train_state, rng_state, save_run_checkpoint
 from retriever_corpus import BABI_QUESTIONS, BABI_TEXTS, build_retriever, chunk_ids
 
 from qrag_integrations import ChunkIndex, QRAGConfig, QRAGModel, QRAGRetriever, load_model
-from qrag_training.checkpointing import load_train_state, rng_state, save_run_checkpoint
 
 
 def check_every_interruption(tmp_path: Path, save: Callable[[Path], None], state: Callable[[Path], Any]) -> int:

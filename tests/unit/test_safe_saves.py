@@ -12,11 +12,11 @@ import pytest
 import torch
 from faults import folder_bytes, scratch_left
 from hydra import compose, initialize_config_dir
+from qrag_training.checkpointing import prepare_run_dir
+from qrag_training.train import CONF_DIR, Trainer
 from retriever_corpus import BABI_TEXTS, build_retriever
 
 from qrag_integrations import ChunkIndex, QRAGError, QRAGRetriever, load_model
-from qrag_training.checkpointing import prepare_run_dir
-from qrag_training.train import CONF_DIR, Trainer
 
 #: A user's file, with bytes that are not even UTF-8.
 THESIS = b"My thesis, chapter 1.\n\xff\xfe\x00 binary tail"
