@@ -41,8 +41,9 @@ def load_base(name_or_path: str) -> tuple[PreTrainedModel, PreTrainedTokenizerBa
     """Load a pretrained encoder and its tokenizer, with an error that names what failed."""
     path = resolve_base_model(name_or_path)
     try:
-        model = AutoModel.from_pretrained(path)
-        tokenizer = AutoTokenizer.from_pretrained(path)
+        # never run code that comes with a model (a partial checkpoint's manifest names its base)
+        model = AutoModel.from_pretrained(path, trust_remote_code=False)
+        tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
     except (OSError, ValueError) as exc:
         hint = ""
         if not Path(path).exists():

@@ -21,9 +21,9 @@ import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
 
-from qrag_integrations.atomic import atomic_dir
+from qrag_integrations.atomic import SaveKind, atomic_dir
 from qrag_integrations.errors import IndexMismatchError, QRAGError
-from qrag_integrations.manifests import read_manifest_file
+from qrag_integrations.manifests import read_manifest_file, safetensors_shapes
 
 INDEX_FORMAT = "qrag-index"
 INDEX_FORMAT_VERSION = 1
@@ -32,6 +32,12 @@ MANIFEST_FILE = "index.json"
 INDEX_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 EMBEDDINGS_FILE = "embeddings.safetensors"
 RECORDS_FILE = "records.jsonl"
+#: A saved index folder: what :meth:`ChunkIndex.save` may replace.
+INDEX_SAVE = SaveKind(
+    "saved index", frozenset({MANIFEST_FILE, EMBEDDINGS_FILE, RECORDS_FILE}), MANIFEST_FILE, INDEX_FORMAT
+)
+#: Deepest metadata nesting a save accepts.
+MAX_METADATA_DEPTH = 64
 
 #: A metadata filter: ``{"key": value}`` (equality), ``{"key": [v1, v2]}`` (any of), or a callable.
 MetadataFilter = Mapping[str, Any] | Callable[[dict[str, Any]], bool]
@@ -73,6 +79,24 @@ class Snapshot:
         return np.fromiter(
             (i for i, c in enumerate(self.chunks) if test(c.metadata)), dtype=np.int64
         )
+
+
+def _json_problem(value: Any, where: str, depth: int = 0) -> str | None:
+    """Why ``value`` would not load back from JSON unchanged (``where`` names it), or ``None``."""
+    if depth > MAX_METADATA_DEPTH:
+        return f"{where} is nested deeper than {MAX_METADATA_DEPTH} levels"
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return None
+    if isinstance(value, list):
+        items = ((f"{where}[{i}]", v) for i, v in enumerate(value))
+    elif isinstance(value, dict):
+        bad_key = next((k for k in value if not isinstance(k, str)), None)
+        if bad_key is not None:
+            return f"{where} has a key that is not a string: {bad_key!r}"
+        items = ((f"{where}[{k!r}]", v) for k, v in value.items())
+    else:
+        return f"{where} is a {type(value).__name__}"
+    return next((p for w, v in items if (p := _json_problem(v, w, depth + 1))), None)
 
 
 def _mapping_filter(where: Mapping[str, Any]) -> Callable[[dict[str, Any]], bool]:
@@ -157,6 +181,7 @@ class ChunkIndex:
             The ids of the added chunks.
         """
         n = len(texts)
+        self.check_new(n, metadatas)  # metadata kinds, before they are copied
         metadatas = [dict(m or {}) for m in metadatas] if metadatas is not None else [{} for _ in range(n)]
         ids = [str(i) for i in ids] if ids is not None else [uuid.uuid4().hex for _ in range(n)]
         if embeddings.shape != (n, self.embedding_dim):
@@ -209,6 +234,9 @@ class ChunkIndex:
         for name, seq in (("metadatas", metadatas), ("ids", ids)):
             if seq is not None and len(seq) != n:
                 raise QRAGError(f"{name} has {len(seq)} entries for {n} texts")
+        bad = next((i for i, m in enumerate(metadatas or ()) if m is not None and not isinstance(m, Mapping)), None)
+        if bad is not None:
+            raise QRAGError(f"metadata must be a dict per text; item {bad} is {type(metadatas[bad]).__name__}")
         if ids is None:
             return
         if len(set(ids)) != n:
@@ -234,32 +262,51 @@ class ChunkIndex:
         self._snapshot = snap
 
     # -- persistence --------------------------------------------------------------------------
-    def save(self, path: str | os.PathLike[str], extra: dict[str, Any] | None = None) -> None:
+    def save(
+        self, path: str | os.PathLike[str], extra: dict[str, Any] | None = None, overwrite: bool = False
+    ) -> None:
         """Write the index folder atomically (embeddings as safetensors, records as JSON lines).
 
+        Args:
+            path: destination folder: missing, empty, or an earlier saved index (replaced whole).
+            extra: more manifest entries.
+            overwrite: move anything else at ``path`` aside (see
+                :func:`qrag_integrations.atomic.move_aside`) instead of refusing.
+
         Raises:
-            QRAGError: when a metadata value is not JSON-serialisable (nothing is written).
+            QRAGError: a metadata value would not load back as it is (not JSON, keys that are not
+                strings, tuples, sets...), a text is not valid Unicode, or something that is not a
+                saved index is at ``path``; nothing is written.
         """
-        snap = self._snapshot
+        with self._lock:  # the chunks and document ranks of one moment
+            snap, doc_rank = self._snapshot, dict(self._doc_rank)
         manifest = {
             "format": INDEX_FORMAT,
             "format_version": INDEX_FORMAT_VERSION,
             "embedding_dim": self.embedding_dim,
             "dtype": next(name for name, dt in INDEX_DTYPES.items() if dt == self.dtype),
             "size": len(snap),
-            "doc_rank": self._doc_rank,
+            "doc_rank": doc_rank,
             **(extra or {}),
         }
+        for c in snap.chunks:
+            problem = _json_problem(c.metadata, "metadata")
+            if problem:
+                raise QRAGError(
+                    "chunk metadata must be JSON-serialisable to save the index (dicts with string "
+                    f"keys, lists, str, int, float, bool, None load back as saved): chunk {c.id!r} {problem}"
+                )
+        lines = [
+            json.dumps({"id": c.id, "text": c.text, "metadata": c.metadata, "doc_id": c.doc_id, "order": c.order}, ensure_ascii=False)
+            for c in snap.chunks
+        ]
         try:
-            lines = [
-                json.dumps({"id": c.id, "text": c.text, "metadata": c.metadata, "doc_id": c.doc_id, "order": c.order}, ensure_ascii=False)
-                for c in snap.chunks
-            ]
-        except (TypeError, ValueError) as exc:  # ValueError: circular references
-            raise QRAGError(f"chunk metadata must be JSON-serialisable to save the index: {exc}") from exc
-        with atomic_dir(path) as tmp:
+            records = "".join(line + "\n" for line in lines).encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise QRAGError(f"cannot save the index: a text, id or metadata string is not valid Unicode ({exc})") from exc
+        with atomic_dir(path, INDEX_SAVE, overwrite=overwrite) as tmp:
             save_file({"embeddings": snap.embeddings.detach().to("cpu").contiguous()}, str(tmp / EMBEDDINGS_FILE))
-            (tmp / RECORDS_FILE).write_text("\n".join(lines) + ("\n" if lines else ""), encoding="utf-8")
+            (tmp / RECORDS_FILE).write_bytes(records)
             (tmp / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
 
     @staticmethod
@@ -289,14 +336,22 @@ class ChunkIndex:
                 f"the index at {path} holds {dim}-dimensional embeddings but the model makes "
                 f"{expected_dim}-dimensional ones; rebuild the index with this model"
             )
+        # The header first: the manifest and the file must agree before anything is read in.
+        shapes = safetensors_shapes(path / EMBEDDINGS_FILE)
+        if shapes != {"embeddings": (manifest.get("size"), dim)}:
+            raise QRAGError(
+                f"{path / EMBEDDINGS_FILE} holds {shapes}, but "
+                f"{path / MANIFEST_FILE} says embeddings of shape ({manifest.get('size')}, {dim})"
+            )
         try:
             emb = load_file(str(path / EMBEDDINGS_FILE))["embeddings"]
-        except FileNotFoundError as exc:
-            raise QRAGError(f"{path / EMBEDDINGS_FILE} is missing") from exc
         except Exception as exc:
             raise QRAGError(f"corrupt {path / EMBEDDINGS_FILE}: {exc}") from exc
         try:
-            records = [json.loads(line) for line in (path / RECORDS_FILE).read_text(encoding="utf-8").splitlines() if line]
+            # split("\n"), not splitlines(): texts are written unescaped, and splitlines() also
+            # breaks at characters such as U+0085 and U+2028 inside them
+            lines = (path / RECORDS_FILE).read_text(encoding="utf-8").split("\n")
+            records = [json.loads(line) for line in lines if line]
             chunks = tuple(
                 Chunk(str(r["id"]), r["text"], dict(r.get("metadata") or {}), str(r["doc_id"]), int(r["order"]))
                 for r in records

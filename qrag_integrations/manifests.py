@@ -1,10 +1,13 @@
-"""Reading the JSON manifests that describe saved folders (checkpoints, indexes)."""
+"""Reading saved folders (checkpoints, indexes) that may come from someone else: their JSON
+manifests and the headers of their safetensors files, checked before anything is allocated."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 from typing import Any
+
+from safetensors import SafetensorError, safe_open
 
 from qrag_integrations.errors import QRAGError
 
@@ -43,3 +46,19 @@ def read_manifest_file(
     if not isinstance(version, int) or version > max_version:
         raise error(f"{file} has format_version {version!r}; this library reads up to {max_version}")
     return manifest
+
+
+def safetensors_shapes(file: Path, error: type[QRAGError] = QRAGError) -> dict[str, tuple[int, ...]]:
+    """Shape of every tensor in a safetensors file, read from its header only (the library
+    checks that the header fits the file's size).
+
+    Raises:
+        error: the file is missing, not a regular file, or its header is corrupt.
+    """
+    if not file.is_file():
+        raise error(f"{file} is missing or not a regular file")
+    try:
+        with safe_open(str(file), framework="pt") as fh:
+            return {k: tuple(fh.get_slice(k).get_shape()) for k in fh.keys()}  # noqa: SIM118 - not a dict
+    except (SafetensorError, OSError) as exc:
+        raise error(f"corrupt {file}: {exc}") from exc

@@ -73,11 +73,14 @@ class QRAGModel(nn.Module):
 
         return load_model(checkpoint, device=device, dtype=dtype)
 
-    def save_pretrained(self, path: str, card_notes: str = "", weights_dtype: torch.dtype | None = None) -> None:
-        """Write a checkpoint folder atomically (see :func:`qrag_integrations.checkpoint.save_pretrained`)."""
+    def save_pretrained(
+        self, path: str, card_notes: str = "", weights_dtype: torch.dtype | None = None, overwrite: bool = False
+    ) -> None:
+        """Write a checkpoint folder atomically; refuses a path holding anything but an earlier
+        checkpoint unless ``overwrite`` (see :func:`qrag_integrations.checkpoint.save_pretrained`)."""
         from qrag_integrations.checkpoint import save_pretrained
 
-        save_pretrained(self, path, card_notes=card_notes, weights_dtype=weights_dtype)
+        save_pretrained(self, path, card_notes=card_notes, weights_dtype=weights_dtype, overwrite=overwrite)
 
     # -- properties ---------------------------------------------------------------------------
     @property

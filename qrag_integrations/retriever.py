@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
 import uuid
 from collections.abc import Iterable, Sequence
@@ -21,8 +22,12 @@ from llama_index.core.retrievers import BaseRetriever as LIBaseRetriever
 from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle, TextNode
 from pydantic import ConfigDict, Field, PrivateAttr, ValidationError
 
-from qrag_integrations.atomic import atomic_dir
-from qrag_integrations.checkpoint import chunk_encoder_fingerprint, load_model
+from qrag_integrations.atomic import SaveKind, atomic_dir
+from qrag_integrations.checkpoint import (
+    chunk_encoder_fingerprint,
+    load_model,
+    write_checkpoint_files,
+)
 from qrag_integrations.defaults import default_checkpoint
 from qrag_integrations.errors import IndexMismatchError, QRAGError
 from qrag_integrations.index import INDEX_DTYPES, ChunkIndex, MetadataFilter
@@ -36,6 +41,10 @@ _BATCH_KEY = "qrag_batch"
 META_STEP, META_Q, META_POSITION, META_SCORE = "qrag_step", "qrag_q_value", "qrag_position", "score"
 SETTINGS_FILE, MODEL_DIR, INDEX_DIR = "retriever.json", "model", "index"
 RETRIEVER_FORMAT = "qrag-retriever"
+#: A saved retriever folder: what :meth:`QRAGRetriever.save` may replace.
+RETRIEVER_SAVE = SaveKind(
+    "saved QRAGRetriever", frozenset({SETTINGS_FILE, MODEL_DIR, INDEX_DIR}), SETTINGS_FILE, RETRIEVER_FORMAT
+)
 
 
 class QRAGRetriever(LCBaseRetriever, LIBaseRetriever):
@@ -86,7 +95,7 @@ class QRAGRetriever(LCBaseRetriever, LIBaseRetriever):
     """Device of the model and embeddings: ``"cpu"``, ``"cuda"``, ``"cuda:1"``..."""
     index_dtype: str = "float32"
     """Storage dtype of chunk embeddings: ``float32`` or ``float16`` (half the memory)."""
-    batch_size: int = 64
+    batch_size: int = Field(default=64, ge=1)
     """Chunks per encoder batch when embedding."""
     show_progress: bool = False
     """Show a progress bar while embedding chunks."""
@@ -313,7 +322,7 @@ class QRAGRetriever(LCBaseRetriever, LIBaseRetriever):
         if ids is not None:
             if text_splitter is not None and not as_chunks:
                 raise QRAGError("ids= cannot be combined with a text splitter (chunk count unknown)")
-            chunk_ids = [str(i) for i in ids]
+            chunk_ids = _as_ids(ids)
         return self._add(texts, metas, chunk_ids, doc_ids)
 
     def insert_nodes(self, nodes: Sequence[BaseNode]) -> list[str]:
@@ -326,7 +335,7 @@ class QRAGRetriever(LCBaseRetriever, LIBaseRetriever):
             raise QRAGError("delete needs ids=[...]")
         if isinstance(ids, str):
             ids = [ids]
-        return self._index.delete([str(i) for i in ids]) > 0
+        return self._index.delete(_as_ids(ids)) > 0
 
     def get_by_ids(self, ids: Sequence[str]) -> list[LCDocument]:
         """Documents of the given chunk ids (unknown ids skipped)."""
@@ -339,8 +348,10 @@ class QRAGRetriever(LCBaseRetriever, LIBaseRetriever):
         ids: Sequence[str] | None,
         doc_ids: list[str],
     ) -> list[str]:
+        for i, text in enumerate(texts):
+            _check_unicode(text, f"text {i}")
         if ids is not None:
-            ids = [str(i) for i in ids]
+            ids = _as_ids(ids)
             if not all(ids):
                 raise QRAGError("chunk ids must be non-empty strings")
         self._index.check_new(len(texts), metas, ids)  # fail before the costly embedding
@@ -361,10 +372,12 @@ class QRAGRetriever(LCBaseRetriever, LIBaseRetriever):
             _check_query(q)
         k = self.k if k is None else k
         _check_k(k)
+        stop_threshold = self.stop_threshold if stop_threshold is None else stop_threshold
+        _check_stop_threshold(stop_threshold)
         return self._searcher.search(
             list(queries),
             k=k,
-            stop_threshold=self.stop_threshold if stop_threshold is None else stop_threshold,
+            stop_threshold=stop_threshold,
             where=self.filter if filter is None else filter,
         )
 
@@ -464,24 +477,35 @@ class QRAGRetriever(LCBaseRetriever, LIBaseRetriever):
         return LIBaseRetriever.get_prompts(self)
 
     # -- persistence ----------------------------------------------------------------------------
-    def save(self, path: str | os.PathLike[str]) -> None:
+    def save(self, path: str | os.PathLike[str], overwrite: bool = False) -> None:
         """Write settings, index and (unless it is a named installed model) the model, atomically.
 
         A model loaded from a local checkpoint folder is copied in, so the saved folder is
         self-contained; a packaged or hub model is stored by name.
+
+        Args:
+            path: destination folder: missing, empty, or an earlier saved retriever (replaced whole).
+            overwrite: move anything else at ``path`` (a file, a folder of other files) aside to a
+                sibling ``<name>.old-<time>`` instead of refusing; nothing is deleted.
+
+        Raises:
+            QRAGError: ``path`` is a file or a folder that is not a saved retriever (naming what
+                is there) and ``overwrite`` is false; or a setting or chunk metadata is not JSON.
         """
         settings = self.model_dump(exclude={"callback_manager", "object_map", "callbacks", "tags", "metadata"})
         embed_model = not _is_named_model(self.checkpoint)
         fingerprint = chunk_encoder_fingerprint(self._model)
-        with atomic_dir(path) as tmp:
+        try:
+            settings_json = json.dumps({"format": RETRIEVER_FORMAT, "format_version": 1, "settings": settings,
+                                        "model_in_folder": embed_model}, indent=2) + "\n"
+        except (TypeError, ValueError) as exc:
+            raise QRAGError(f"the retriever's settings must be JSON-serialisable to save it: {exc}") from exc
+        with atomic_dir(path, RETRIEVER_SAVE, overwrite=overwrite) as tmp:
             if embed_model:
-                self._model.save_pretrained(str(tmp / MODEL_DIR))
+                (tmp / MODEL_DIR).mkdir()
+                write_checkpoint_files(self._model, tmp / MODEL_DIR)
             self._index.save(tmp / INDEX_DIR, extra={"chunk_encoder_fingerprint": fingerprint})
-            (tmp / SETTINGS_FILE).write_text(
-                json.dumps({"format": RETRIEVER_FORMAT, "format_version": 1, "settings": settings,
-                            "model_in_folder": embed_model}, indent=2) + "\n",
-                encoding="utf-8",
-            )
+            (tmp / SETTINGS_FILE).write_text(settings_json, encoding="utf-8")
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], device: str | None = None) -> QRAGRetriever:
@@ -532,6 +556,29 @@ def _check_query(query: Any) -> None:
         raise QRAGError(f"query must be a string, got {type(query).__name__}")
     if not query.strip():
         raise QRAGError("query is empty")
+    _check_unicode(query, "query")
+
+
+def _check_unicode(text: str, what: str) -> None:
+    """Refuse strings the tokenizer cannot take (lone surrogates, e.g. from bad decoding)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise QRAGError(f"{what} is not valid Unicode ({exc.reason} at position {exc.start})") from None
+
+
+def _check_stop_threshold(threshold: Any) -> None:
+    if threshold is None:
+        return
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or math.isnan(threshold):
+        raise QRAGError(f"stop_threshold must be a number or None, got {threshold!r}")
+
+
+def _as_ids(ids: Any) -> list[str]:
+    """Chunk ids as strings; a bare string or something that is not a collection is refused."""
+    if isinstance(ids, (str, bytes)) or not isinstance(ids, Iterable):
+        raise QRAGError(f"ids must be a list of ids, got {type(ids).__name__}")
+    return [str(i) for i in ids]
 
 
 def _is_named_model(checkpoint: str | None) -> bool:

@@ -1,9 +1,12 @@
-"""End-to-end: `python -m qrag_training.train` on a tiny BERT, resume, load the checkpoint."""
+"""End-to-end: `python -m qrag_training.train` on a tiny BERT, resume, load the checkpoint; and
+runs killed with SIGKILL in the middle of their checkpoint writes, resumed to the end."""
 
 from __future__ import annotations
 
 import json
 import os
+import random
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -13,11 +16,19 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 
 
-def train(out_dir: Path, model_dir: Path, steps: int, *extra: str) -> subprocess.CompletedProcess[str]:
+def train(
+    out_dir: Path, model_dir: Path, steps: int, *extra: str, kill: tuple[str, int] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run qrag-train, which must succeed; with ``kill=(name, n)``, through
+    ``tests/kill_during_checkpoint.py`` (SIGKILL at the n-th write of its saves of
+    ``out_dir/name``; ``n = 0`` counts the writes), whose exit status the caller checks."""
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
     env["PYTHONPATH"] = os.pathsep.join([str(REPO / "training"), str(REPO), env.get("PYTHONPATH", "")])
+    entry = ["-m", "qrag_training.train"]
+    if kill is not None:
+        entry = [str(REPO / "tests" / "kill_during_checkpoint.py"), kill[0], str(kill[1])]
     cmd = [
-        sys.executable, "-m", "qrag_training.train",
+        sys.executable, *entry,
         "model=tiny", f"model.base_model={model_dir}", f"out_dir={out_dir}",
         f"steps={steps}", "batch_size=8", "envs_parallel=4", "eval_interval=2", "eval_episodes=4",
         "log_interval=1", "torch_threads=1", "env.task=qa1", "env.target_tokens=250",
@@ -26,7 +37,7 @@ def train(out_dir: Path, model_dir: Path, steps: int, *extra: str) -> subprocess
     if "algo=next_hop" not in extra:
         cmd += ["algo.learning_start=8", "algo.accumulate_grads=1"]
     proc = subprocess.run(cmd, check=False, capture_output=True, text=True, env=env, timeout=300, cwd=REPO)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert proc.returncode == 0 or kill, proc.stdout[-3000:] + proc.stderr[-3000:]
     return proc
 
 
@@ -94,3 +105,39 @@ def test_next_hop_warm_start_then_pqn_from_it(tmp_path: Path, tiny_bert_dir: Pat
     assert model.config.extra["train_config"]["init_from"] == str(warm / "last")
     with pytest.raises(AssertionError, match="cannot start from"):
         train(tmp_path / "bad", tiny_bert_dir, 1, f"init_from={warm / 'last'}", "env.position_mode=relative")
+
+
+def shape(record: dict) -> tuple:
+    """What a metrics row must share with the same row of an uninterrupted run. Values such as
+    the loss differ after a resume (episodes in progress are not saved; rollouts restart)."""
+    return record["step"], record.get("env_steps"), sorted(record)
+
+
+@pytest.mark.slow
+def test_sigkill_during_checkpoint_writes_then_resume(tmp_path: Path, tiny_bert_dir: Path) -> None:
+    """Killed at a random write (renames and clean-up included) of a `best` save, then of three
+    `last` saves, each time resumed: the run ends at the same step as an uninterrupted one, with
+    the same metric rows (none lost, none repeated) and loadable checkpoints."""
+    whole = tmp_path / "whole"
+    out = train(whole, tiny_bert_dir, 6, "seed=3", kill=("last", 0)).stdout
+    # the most writes of one save: every killed run below makes at least that many
+    writes = {k: max(map(int, v.split(","))) for k, v in
+              (kv.split("=") for kv in out.rsplit("checkpoint writes: ", 1)[1].split())}
+    assert writes["best"] >= 5 and writes["last"] > writes["best"], out[-2000:]
+
+    run, rng = tmp_path / "killed", random.Random(0)
+    for name in ("best", "last", "last", "last"):
+        proc = train(run, tiny_bert_dir, 6, "seed=3", "resume=true", kill=(name, rng.randint(1, writes[name])))
+        assert proc.returncode == -signal.SIGKILL, proc.stdout[-2000:] + proc.stderr[-3000:]
+    train(run, tiny_bert_dir, 6, "seed=3", "resume=true")
+
+    state = json.loads((run / "last" / "train_state" / "state.json").read_text())
+    assert state["agent"]["updates"] == 6
+    assert [shape(r) for r in records(run)] == [shape(r) for r in records(whole)]
+    assert [r["step"] for r in records(run)] == list(range(7))
+    assert sorted(p.name for p in run.iterdir()) == ["best", "last", "metrics.jsonl", "tb"]
+
+    from qrag_integrations import load_model
+
+    for name in ("last", "best"):
+        assert load_model(str(run / name)).config.extra["step"] == load_model(str(whole / name)).config.extra["step"]

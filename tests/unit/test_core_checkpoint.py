@@ -17,7 +17,7 @@ import qrag_integrations
 from qrag_integrations import checkpoint as ckpt_mod
 from qrag_integrations.checkpoint import load_checkpoint_dir, load_model, save_pretrained
 from qrag_integrations.config import QRAGConfig
-from qrag_integrations.errors import CheckpointError
+from qrag_integrations.errors import CheckpointError, QRAGError
 from qrag_integrations.model import QRAGModel
 
 TEXTS = ["mary went to the kitchen", "where is the football", "a", "john travelled back to the office there"]
@@ -158,11 +158,25 @@ def test_partial_weights_stored_in_float16(partial_model: QRAGModel, tmp_path: P
 def test_overwrite_replaces_folder_whole(full_model: QRAGModel, partial_model: QRAGModel, tmp_path: Path) -> None:
     out = tmp_path / "ckpt"
     save_pretrained(full_model, out)
-    (out / "stray.txt").write_text("old")
     save_pretrained(partial_model, out)
-    assert not (out / "state_encoder").exists() and not (out / "stray.txt").exists()
+    assert not (out / "state_encoder").exists()
     assert load_model(out).config.trainable_layers == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt"]
+
+
+def test_a_file_added_to_a_checkpoint_is_never_deleted(
+    full_model: QRAGModel, partial_model: QRAGModel, tmp_path: Path
+) -> None:
+    out = tmp_path / "ckpt"
+    save_pretrained(full_model, out)
+    (out / "stray.txt").write_text("old")
+    with pytest.raises(QRAGError, match=r"ckpt.*also holds files it does not write: stray\.txt"):
+        save_pretrained(partial_model, out)
+    assert (out / "stray.txt").read_text() == "old" and (out / "state_encoder").is_dir()
+    save_pretrained(partial_model, out, overwrite=True)  # moved aside, not deleted
+    assert load_model(out).config.trainable_layers == 1
+    (aside,) = [p for p in tmp_path.iterdir() if p.name.startswith("ckpt.old-")]
+    assert (aside / "stray.txt").read_text() == "old" and (aside / "state_encoder").is_dir()
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,10 +1,12 @@
 """One ``QRAGRetriever`` used from many threads: searches agree with sequential ones, and
-searches running while the corpus changes never crash and return only real chunks."""
+searches and saves running while the corpus changes never crash, return only real chunks and
+see one state of the index at a time."""
 
 from __future__ import annotations
 
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 from retriever_corpus import BABI_QUESTIONS, BABI_TEXTS, build_retriever, chunk_ids
@@ -89,3 +91,59 @@ def test_adds_and_deletes_while_other_threads_search(retriever):
     deleted = {f"new-{i}" for i in range(0, 30, 6)}
     assert retriever.index.ids == IDS + [i for i in added if i not in deleted]
     assert len(retriever) == len(TEXTS) + 30 - len(deleted)
+
+
+def test_invoke_add_delete_and_save_at_once(retriever, tmp_path):
+    """Searches, adds, deletes and saves on one retriever from five threads: no exception, each
+    search's results come from one state of the index, and each save (to its own folder or all
+    to one) loads as exactly one state."""
+    states = [list(IDS)]  # the writer's states in order; each add or delete is one swap
+    text_of = dict(zip(IDS, TEXTS))
+    done = threading.Event()
+
+    def writer() -> None:
+        try:
+            for i in range(12):
+                new = {f"w{i}a": f"Emma went to the city number {i}.", f"w{i}b": f"Fred took the apple {i}."}
+                text_of.update(new)
+                retriever.add_texts(list(new.values()), ids=list(new))
+                states.append(states[-1] + list(new))
+                if i % 2:
+                    gone = states[-1][len(IDS) + i]
+                    retriever.delete([gone])
+                    states.append([x for x in states[-1] if x != gone])
+        finally:
+            done.set()
+
+    def reader(t: int) -> list[list[str]]:
+        seen = []
+        while not done.is_set() or len(seen) < 3:
+            docs = retriever.invoke(QUESTIONS[t % len(QUESTIONS)])
+            assert all(d.page_content == text_of[d.id] for d in docs)
+            seen.append([d.id for d in docs])
+        return seen
+
+    def saver(name: str) -> list[Path]:
+        folders = []
+        while not done.is_set() or not folders:
+            folder = tmp_path / (name if name == "shared" else f"{name}-{len(folders)}")
+            retriever.save(folder)
+            folders.append(folder)
+        return folders
+
+    with ThreadPoolExecutor(max_workers=5) as pool:
+        readers = [pool.submit(reader, t) for t in range(2)]
+        savers = [pool.submit(saver, name) for name in ("own", "shared")]
+        pool.submit(writer).result()
+        searches = [ids for r in readers for ids in r.result()]
+        folders = [f for s in savers for f in s.result()]
+
+    assert retriever.index.ids == states[-1]
+    as_sets = [set(s) for s in states]
+    for ids in searches:
+        assert len(ids) == len(set(ids)) == 3 and any(set(ids) <= s for s in as_sets), ids
+    for folder in set(folders):
+        loaded = QRAGRetriever.load(folder)
+        assert loaded.index.ids in states
+        assert all(c.text == text_of[c.id] for c in loaded.index.snapshot().chunks)
+    assert sorted(p.name for p in tmp_path.iterdir() if ".tmp-" in p.name or ".old-" in p.name) == []

@@ -1,5 +1,8 @@
-"""Run checkpoints: model folders plus a resumable training state, written atomically, no pickle.
+"""Run folders and their checkpoints: model folders plus a resumable training state, written
+atomically, no pickle.
 
+A run folder (``out_dir``) holds only what ``qrag-train`` writes: ``metrics.jsonl``, ``tb/``,
+``last/`` and ``best/``, and the plot of the metrics (see :func:`prepare_run_dir`: a folder holding anything else is refused).
 ``out_dir/last`` and ``out_dir/best`` are ordinary Q-RAG checkpoint folders
 (:func:`qrag_integrations.load_model` reads them) with two additions:
 
@@ -23,7 +26,15 @@ import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
 
-from qrag_integrations.atomic import atomic_dir, write_json_atomic
+from qrag_integrations.atomic import (
+    SaveKind,
+    atomic_dir,
+    move_aside,
+    recover_interrupted_save,
+    write_json_atomic,
+)
+from qrag_integrations.checkpoint import CHECKPOINT_SAVE, write_checkpoint_files
+from qrag_integrations.errors import QRAGError
 from qrag_integrations.model import QRAGModel
 
 STATE_DIR = "train_state"
@@ -32,6 +43,20 @@ TENSORS_FILE = "tensors.safetensors"
 OPTIMIZER_FILE = "optimizer.pt"
 CONFIG_YAML = "train_config.yaml"
 STATE_FORMAT_VERSION = 1
+METRICS_FILE, LAST_DIR, BEST_DIR, TB_DIR = "metrics.jsonl", "last", "best", "tb"
+
+#: ``out_dir/last`` and ``out_dir/best``: checkpoints with the trainer's additions.
+RUN_CHECKPOINT_SAVE = SaveKind(
+    "qrag-train checkpoint",
+    CHECKPOINT_SAVE.entries | {CONFIG_YAML, STATE_DIR},
+    CHECKPOINT_SAVE.manifest,
+    CHECKPOINT_SAVE.format,
+)
+#: ``out_dir``, recognised by holding nothing but what the trainer (and ``qrag_training.plot``,
+#: ``metrics.png``) writes.
+RUN_FOLDER = SaveKind(
+    "qrag-train run folder", frozenset({METRICS_FILE, "metrics.png", LAST_DIR, BEST_DIR, TB_DIR})
+)
 
 
 def rng_state() -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
@@ -72,9 +97,12 @@ def save_run_checkpoint(
     tensors: dict[str, torch.Tensor] | None = None,
     optimizer_state: dict[str, Any] | None = None,
 ) -> None:
-    """Write a checkpoint folder (and, if ``state`` is given, the training state) atomically."""
-    with atomic_dir(path) as tmp:
-        model.save_pretrained(str(tmp), card_notes=card_notes)
+    """Write a checkpoint folder (and, if ``state`` is given, the training state) atomically;
+    ``path`` must be missing or an earlier checkpoint of a run."""
+    with atomic_dir(path, RUN_CHECKPOINT_SAVE) as tmp:
+        # into this scratch folder, not through save_pretrained: a nested atomic_dir would put
+        # its own scratch folder next to ours, in out_dir
+        write_checkpoint_files(model, tmp, card_notes=card_notes)
         (tmp / CONFIG_YAML).write_text(config_yaml, encoding="utf-8")
         if state is not None:
             sdir = tmp / STATE_DIR
@@ -98,3 +126,36 @@ def load_train_state(path: Path, device: str | torch.device = "cpu") -> tuple[di
     tensors = load_file(str(sdir / TENSORS_FILE))
     optimizer_state = torch.load(sdir / OPTIMIZER_FILE, map_location=device, weights_only=True)
     return state, tensors, optimizer_state
+
+
+def prepare_run_dir(out_dir: Path, resume: bool, overwrite: bool) -> None:
+    """Make ``out_dir`` ready for a run, never touching files the trainer did not write.
+
+    A missing or empty folder is fine, and so is an earlier run when ``resume`` is set.
+    Anything else (a folder of other files, a file, an earlier run without ``resume``) is
+    refused, or with ``overwrite`` moved aside to a sibling ``<name>.old-<time>``. Checkpoint
+    saves interrupted by a killed process are then repaired (see
+    :func:`qrag_integrations.atomic.recover_interrupted_save`).
+
+    Raises:
+        QRAGError: ``out_dir`` holds something else and ``overwrite`` is false.
+    """
+    problem = RUN_FOLDER.obstacle(out_dir)
+    if problem is None:
+        problem = next(
+            (f"a run folder whose {name}/ is {inner}" for name in (LAST_DIR, BEST_DIR)
+             if (inner := RUN_CHECKPOINT_SAVE.obstacle(out_dir / name))),
+            None,
+        )
+    if problem is None and not resume and out_dir.is_dir() and any(out_dir.iterdir()):
+        problem = "an earlier qrag-train run (pass resume=true to continue it)"
+    if problem is not None:
+        if not overwrite:
+            raise QRAGError(
+                f"out_dir {out_dir} is {problem}; choose a new out_dir, or pass overwrite=true to "
+                "move it aside to a new sibling folder (nothing is deleted)"
+            )
+        move_aside(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for name in (LAST_DIR, BEST_DIR):
+        recover_interrupted_save(out_dir / name, RUN_CHECKPOINT_SAVE)

@@ -29,11 +29,15 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
+from qrag_integrations.atomic import write_text_atomic
 from qrag_integrations.checkpoint import load_model
 from qrag_integrations.model import QRAGModel
 from qrag_training.checkpointing import (
+    METRICS_FILE,
+    TB_DIR,
     has_train_state,
     load_train_state,
+    prepare_run_dir,
     rng_state,
     save_run_checkpoint,
     set_rng_state,
@@ -55,7 +59,6 @@ from qrag_training.settings import (
 
 logger = logging.getLogger("qrag_training.train")
 
-METRICS_FILE = "metrics.jsonl"
 _MODEL_KEYS_THAT_MAY_DIFFER = ("extra",)
 
 
@@ -74,7 +77,7 @@ class Trainer:
     def __init__(self, cfg: DictConfig) -> None:
         self.cfg = cfg
         self.out_dir = Path(cfg.out_dir)
-        self.out_dir.mkdir(parents=True, exist_ok=True)
+        prepare_run_dir(self.out_dir, resume=bool(cfg.resume), overwrite=bool(cfg.get("overwrite", False)))
         if cfg.torch_threads:
             torch.set_num_threads(int(cfg.torch_threads))
         if cfg.batch_size % cfg.envs_parallel:
@@ -90,6 +93,7 @@ class Trainer:
         self.resuming = bool(cfg.resume) and has_train_state(last)
         if cfg.resume and not self.resuming:
             logger.warning("resume=true but %s has no training state: starting a new run", last)
+            self._trim_metrics(-1)  # rows of a run killed before its first save
         model_config = model_config_from(cfg)
         start_from = str(last) if self.resuming else cfg.get("init_from")
         if start_from:
@@ -134,7 +138,7 @@ class Trainer:
         from torch.utils.tensorboard import SummaryWriter
 
         self.writer = SummaryWriter(
-            str(self.out_dir / "tb"), purge_step=self.agent.updates + 1 if self.resuming else None
+            str(self.out_dir / TB_DIR), purge_step=self.agent.updates + 1 if self.resuming else 0
         )
 
     # -- helpers --------------------------------------------------------------------------------
@@ -148,13 +152,20 @@ class Trainer:
             )
 
     def _trim_metrics(self, step: int) -> None:
-        """Drop metric records written after the checkpoint a resumed run starts from."""
+        """Drop metric records written after the checkpoint a resumed run starts from (and a
+        line torn by a killed process)."""
         path = self.out_dir / METRICS_FILE
         if not path.exists():
             return
-        kept = [line for line in path.read_text(encoding="utf-8").splitlines()
-                if line.strip() and json.loads(line).get("step", 0) <= step]
-        path.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
+        kept = []
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(record, dict) and record.get("step", 0) <= step:
+                kept.append(line)
+        write_text_atomic(path, "".join(line + "\n" for line in kept))
 
     def _log(self, record: dict[str, Any]) -> None:
         with open(self.out_dir / METRICS_FILE, "a", encoding="utf-8") as fh:
@@ -276,9 +287,11 @@ class Trainer:
             record.update({k: float(np.mean(v)) for k, v in window.items() if v})
             if due_eval:
                 self._eval_and_save(record)
+            # Logged before `last` is saved: a run killed in between resumes from the previous
+            # `last`, drops this row and logs it again; the other order would lose it.
+            self._log(record)
             if due_save:
                 self.save("last", with_state=True)
-            self._log(record)
             bar.set_postfix_str(self._summary(record), refresh=False)
             logger.info("step %d %s", u, self._summary(record))
             returns, solved = [], []
