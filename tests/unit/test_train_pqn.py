@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 import torch
+from qrag_training.optim import lr_factor
 from qrag_training.pqn import (
-    lr_factor,
     sample_actions,
     soft_greedy_probs,
     soft_values,

@@ -26,7 +26,12 @@ from qrag_integrations.config import PositionMode
 from qrag_integrations.model import QRAGModel
 from qrag_integrations.positions import layout
 from qrag_training.data.episode import Episode
-from qrag_training.pqn import lr_factor
+from qrag_training.optim import (
+    load_scheduler_state,
+    scheduled_adamw,
+    scheduler_state,
+    trainable_params,
+)
 
 
 @dataclass
@@ -130,15 +135,8 @@ class NextHopLearner:
             raise ValueError("in_batch_negatives needs position_mode none (other episodes' chunks have no position)")
         self.model = model
         self.config = config
-        self.params = [p for p in model.parameters() if p.requires_grad]
-        if not self.params:
-            raise ValueError("the model has no trainable parameters")
-        self.optimizer = torch.optim.AdamW(
-            self.params, lr=config.lr, betas=config.betas, eps=config.eps, weight_decay=config.weight_decay
-        )
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
-            self.optimizer, lambda u: lr_factor(u, config.warmup, config.total_updates, config.final_lr_ratio)
-        )
+        self.params = trainable_params(model)
+        self.optimizer, self.scheduler = scheduled_adamw(self.params, config)
         self.rng = np.random.default_rng(seed)
         self.updates = 0
         """Optimiser steps taken."""
@@ -215,15 +213,12 @@ class NextHopLearner:
 
     def scalars(self) -> dict[str, Any]:
         """JSON-able counters, schedule and RNG state."""
-        sched = {k: v for k, v in self.scheduler.state_dict().items() if k != "lr_lambdas"}
-        return {"updates": self.updates, "env_steps": self.env_steps, "scheduler": sched,
+        return {"updates": self.updates, "env_steps": self.env_steps, "scheduler": scheduler_state(self.scheduler),
                 "rng": self.rng.bit_generator.state}
 
     def load_scalars(self, data: dict[str, Any]) -> None:
         """Inverse of :meth:`scalars`."""
         self.updates = int(data["updates"])
         self.env_steps = int(data["env_steps"])
-        sched = dict(data["scheduler"])
-        sched["lr_lambdas"] = [None] * len(self.optimizer.param_groups)
-        self.scheduler.load_state_dict(sched)
+        load_scheduler_state(self.scheduler, data["scheduler"])
         self.rng.bit_generator.state = data["rng"]

@@ -31,6 +31,12 @@ import torch.nn.functional as F
 from qrag_integrations.encoder import MeanPoolEncoder
 from qrag_integrations.model import QRAGModel
 from qrag_training.env import FinalObservation, VectorEnv
+from qrag_training.optim import (
+    load_scheduler_state,
+    scheduled_adamw,
+    scheduler_state,
+    trainable_params,
+)
 from qrag_training.returns import q_lambda_returns
 
 
@@ -200,15 +206,6 @@ def soft_values(
     return out
 
 
-def lr_factor(update: int, warmup: int, total: int, final_ratio: float = 0.0) -> float:
-    """Learning-rate multiplier for optimiser step ``update`` (0-based): linear warm-up from
-    ``1 / warmup`` to 1 over ``warmup`` steps, then linear decay to ``final_ratio`` at ``total``."""
-    if warmup > 0 and update < warmup:
-        return (update + 1) / warmup
-    span = max(1, total - warmup)
-    return max(final_ratio, 1.0 - (1.0 - final_ratio) * (update - warmup) / span)
-
-
 @dataclass
 class Rollout:
     """``T`` lock-steps of ``B`` environments (time-major)."""
@@ -240,16 +237,8 @@ class PQNAgent:
         self.config = config
         self.target_state: MeanPoolEncoder = copy.deepcopy(model.state_encoder).requires_grad_(False).eval()
         self.target_chunk: MeanPoolEncoder = copy.deepcopy(model.chunk_encoder).requires_grad_(False).eval()
-        self.params = [p for p in model.parameters() if p.requires_grad]
-        if not self.params:
-            raise ValueError("the model has no trainable parameters")
-        self.optimizer = torch.optim.AdamW(
-            self.params, lr=config.lr, betas=config.betas, eps=config.eps, weight_decay=config.weight_decay
-        )
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
-            self.optimizer,
-            lambda u: lr_factor(u, config.warmup, config.total_updates, config.final_lr_ratio),
-        )
+        self.params = trainable_params(model)
+        self.optimizer, self.scheduler = scheduled_adamw(self.params, config)
         self.rng = np.random.default_rng(seed)
         self.updates = 0
         """Optimiser steps taken."""
@@ -482,13 +471,12 @@ class PQNAgent:
 
     def scalars(self) -> dict[str, Any]:
         """JSON-able counters, schedule and RNG state."""
-        sched = {k: v for k, v in self.scheduler.state_dict().items() if k != "lr_lambdas"}
         return {
             "updates": self.updates,
             "backward_passes": self.backward_passes,
             "env_steps": self.env_steps,
             "alpha": self.alpha,
-            "scheduler": sched,
+            "scheduler": scheduler_state(self.scheduler),
             "rng": self.rng.bit_generator.state,
         }
 
@@ -497,8 +485,6 @@ class PQNAgent:
         self.updates = int(data["updates"])
         self.backward_passes = int(data["backward_passes"])
         self.env_steps = int(data["env_steps"])
-        sched = dict(data["scheduler"])
-        sched["lr_lambdas"] = [None] * len(self.optimizer.param_groups)
-        self.scheduler.load_state_dict(sched)
+        load_scheduler_state(self.scheduler, data["scheduler"])
         self.rng.bit_generator.state = data["rng"]
         self.alpha = float(data["alpha"])
