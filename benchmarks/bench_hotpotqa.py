@@ -45,6 +45,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402  (sets the offline environment before transformers loads)
+from hotpotqa_report import methods_table  # noqa: E402
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
@@ -85,11 +86,17 @@ def build_problem(episodes: Sequence[Episode], pooled: bool) -> Problem:
     return Problem([e.question for e in episodes], list(text_id), None if pooled else cands, gold)
 
 
+def em_recall(picks: list[list[int]], gold: list[set[int]]) -> tuple[float, float]:
+    """Share of questions with every gold paragraph picked, and mean gold recall."""
+    em = float(np.mean([g <= set(p) for p, g in zip(picks, gold)]))
+    recall = float(np.mean([len(g & set(p)) / len(g) for p, g in zip(picks, gold)]))
+    return em, recall
+
+
 def metrics(picks: list[list[int]], gold: list[set[int]]) -> dict[str, float]:
     out: dict[str, float] = {}
     for k in KS:
-        out[f"em@{k}"] = float(np.mean([g <= set(p[:k]) for p, g in zip(picks, gold)]))
-        out[f"recall@{k}"] = float(np.mean([len(g & set(p[:k])) / len(g) for p, g in zip(picks, gold)]))
+        out[f"em@{k}"], out[f"recall@{k}"] = em_recall([p[:k] for p in picks], gold)
     ef = [fact_metrics(p[:2], sorted(g)) for p, g in zip(picks, gold)]
     out["fact_em"] = float(np.mean([e for e, _ in ef]))
     out["fact_f1"] = float(np.mean([f for _, f in ef]))
@@ -162,12 +169,9 @@ def stop_metrics(picks: list[list[int]], q_values: list[list[float]], gold: list
     for p, q in zip(picks, q_values):
         cut = next((i for i, v in enumerate(q) if v < threshold), len(q))
         kept.append(p[:cut])
-    return {
-        "stop_threshold": threshold,
-        "em": float(np.mean([g <= set(p) for p, g in zip(kept, gold)])),
-        "recall": float(np.mean([len(g & set(p)) / len(g) for p, g in zip(kept, gold)])),
-        "mean_steps": float(np.mean([len(p) for p in kept])),
-    }
+    em, recall = em_recall(kept, gold)
+    return {"stop_threshold": threshold, "em": em, "recall": recall,
+            "mean_steps": float(np.mean([len(p) for p in kept]))}
 
 
 def embed_once(model: QRAGModel, texts: list[str], cache: dict[str, torch.Tensor]) -> torch.Tensor:
@@ -271,23 +275,11 @@ def main(argv: Sequence[str] | None = None) -> dict:
 
     out = Path(args.out) if args.out else common.RESULTS / f"hotpotqa_{args.split}_{args.mode}.json"
     common.write_json(out, result)
-    print(markdown_table(result))
+    print(methods_table(result))
     if not args.no_plot:
         plot(result, out.with_suffix(".png"))
     print(f"wrote {out}")
     return result
-
-
-def markdown_table(result: dict) -> str:
-    """One row per method and setting: EM@2, EM@4, recall@1/2/4, fact F1."""
-    lines = ["| setting | method | EM@2 | EM@4 | recall@1 | recall@2 | recall@4 | fact F1 (2 picks) |",
-             "|---|---|---|---|---|---|---|---|"]
-    for setting, block in result["settings"].items():
-        for name, m in block["methods"].items():
-            lines.append(f"| {setting} ({block['questions']} q, {block['paragraphs']} paragraphs) | {name} | "
-                         f"{m['em@2']:.3f} | {m['em@4']:.3f} | {m['recall@1']:.3f} | {m['recall@2']:.3f} | "
-                         f"{m['recall@4']:.3f} | {m['fact_f1']:.3f} |")
-    return "\n".join(lines)
 
 
 def plot(result: dict, path: Path) -> None:
