@@ -107,6 +107,18 @@ def test_next_hop_warm_start_then_pqn_from_it(tmp_path: Path, tiny_bert_dir: Pat
         train(tmp_path / "bad", tiny_bert_dir, 1, f"init_from={warm / 'last'}", "env.position_mode=relative")
 
 
+def test_time_budget_stops_early_with_an_evaluation_and_a_save(tmp_path: Path, tiny_bert_dir: Path) -> None:
+    """time_budget_minutes ends the run at the first update past the budget, evaluated and saved."""
+    out = tmp_path / "run"
+    train(out, tiny_bert_dir, 50, "time_budget_minutes=0.0001")
+    rec = records(out)
+    assert [r["step"] for r in rec] == [0, 1]
+    assert "eval/fact_em" in rec[-1]
+    state = json.loads((out / "last" / "train_state" / "state.json").read_text())
+    assert state["agent"]["updates"] == 1
+    assert (out / "best" / "qrag_config.json").is_file()
+
+
 def shape(record: dict) -> tuple:
     """What a metrics row must share with the same row of an uninterrupted run. Values such as
     the loss differ after a resume (episodes in progress are not saved; rollouts restart)."""

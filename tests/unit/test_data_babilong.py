@@ -109,3 +109,38 @@ def test_large_haystack_is_fast_enough():
     ep = babilong_dataset("qa1", 1, 1_000_000, seed=0, noise_kind="bible")[0]
     assert len(ep.chunks) == 40_000
     ep.validate()
+
+
+def test_one_task_and_length_gives_the_episodes_of_one_generator():
+    """Mixing tasks or lengths changed nothing for a single task at a single length."""
+    samples = generate_babi("qa2", 4, 7)
+    noise = NoiseSource("mixed", 7)
+    rng = random.Random("babilong-qa2-1000-7")
+    expected = [
+        make_babilong_episode(s, noise, 1000, rng, episode_id=f"babilong-qa2-1000-7-{i}")
+        for i, s in enumerate(samples)
+    ]
+    assert babilong_dataset("qa2", 4, 1000, seed=7) == expected
+    assert babilong_dataset(["qa2"], 4, [1000], seed=7) == expected
+
+
+def test_several_tasks_share_n_and_interleave():
+    mixed = babilong_dataset("qa1, qa2,qa3", 7, 500, seed=3)
+    assert [e.meta["task"] for e in mixed] == ["qa1", "qa2", "qa3", "qa1", "qa2", "qa3", "qa1"]
+    # each task's episodes are that task's single-task episodes
+    assert [e for e in mixed if e.meta["task"] == "qa1"] == babilong_dataset("qa1", 3, 500, seed=3)
+    assert [e for e in mixed if e.meta["task"] == "qa3"] == babilong_dataset("qa3", 2, 500, seed=3)
+    assert babilong_dataset(["qa1", "qa2"], 4, 500, seed=3) == babilong_dataset("qa1,qa2", 4, 500, seed=3)
+
+
+def test_a_list_of_lengths_cycles_per_task():
+    mixed = babilong_dataset("qa1", 4, [250, 1000], seed=2)
+    assert [e.meta["target_tokens"] for e in mixed] == [250, 1000, 250, 1000]
+    assert [len(e.chunks) for e in mixed] == [tokens_to_sentences(t) for t in (250, 1000, 250, 1000)]
+    assert len({e.id for e in mixed}) == 4
+
+
+@pytest.mark.parametrize("task", ["", " , ", []])
+def test_no_task_named_is_refused(task):
+    with pytest.raises(ValueError, match="no bAbI task"):
+        babilong_dataset(task, 2, 250, seed=0)

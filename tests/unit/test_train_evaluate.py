@@ -35,6 +35,25 @@ def test_greedy_retrieve_picks_distinct_chunks(tiny_bert_dir):
     assert all(r.picked == [] for r in stopped)  # the retriever's rule: nothing is above 1e9
 
 
+def test_greedy_retrieve_keeps_each_episode_index_on_the_model_device(tiny_bert_dir, monkeypatch):
+    """On a GPU the evaluation searches there: its indexes live on the model's device (a CPU
+    index would copy every episode's embeddings back and scan them on the CPU)."""
+    from qrag_integrations import load_model
+    from qrag_training import evaluate
+
+    devices = []
+
+    class Recording(evaluate.ChunkIndex):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            devices.append(self.device)
+
+    monkeypatch.setattr(evaluate, "ChunkIndex", Recording)
+    model = load_model(str(tiny_bert_dir))
+    greedy_retrieve(model, episodes(), steps=2)
+    assert devices == [model.device] * 3
+
+
 def test_bm25_and_summary():
     results = bm25_retrieve(episodes(), k=1)
     assert [r.picked for r in results] == [[0]] * 3

@@ -134,7 +134,7 @@ def greedy_retrieve(
         chunk_emb = model.embed_chunks(flat, batch_size=embed_batch_size).split(sizes)
         indexes = []
         for episode, emb in zip(batch, chunk_emb):
-            index = ChunkIndex(model.embedding_dim)
+            index = ChunkIndex(model.embedding_dim, device=model.device)
             index.add(episode.chunks, emb, ids=[str(i) for i in range(len(episode.chunks))])
             indexes.append(index)
         searcher = MultiStepSearcher(model, indexes[0])

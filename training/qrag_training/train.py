@@ -254,6 +254,7 @@ class Trainer:
             mininterval=1.0 if sys.stderr.isatty() else 30.0, dynamic_ncols=True,
         )
         started = time.perf_counter()
+        budget_s = float(cfg.time_budget_minutes) * 60 if cfg.get("time_budget_minutes") else math.inf
         while agent.updates < total:
             if isinstance(agent, NextHopLearner):
                 stats = agent.step(self.stream)
@@ -270,8 +271,9 @@ class Trainer:
                 continue  # still accumulating gradients
             bar.update(1)
             u = agent.updates
-            due_eval = u % int(cfg.eval_interval) == 0 or u == total
-            due_save = u % int(cfg.save_interval) == 0 or u == total
+            out_of_time = time.perf_counter() - started >= budget_s
+            due_eval = u % int(cfg.eval_interval) == 0 or u == total or out_of_time
+            due_save = u % int(cfg.save_interval) == 0 or u == total or out_of_time
             if u % int(cfg.log_interval) and not due_eval and not due_save:
                 continue
             record = {
@@ -296,6 +298,10 @@ class Trainer:
             logger.info("step %d %s", u, self._summary(record))
             returns, solved = [], []
             window = {k: [] for k in window}
+            if out_of_time:
+                logger.info("time budget of %s minutes used at update %d of %d: stopping",
+                            cfg.time_budget_minutes, u, total)
+                break
         bar.close()
         self.writer.close()
         return record

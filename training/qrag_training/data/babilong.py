@@ -10,6 +10,8 @@ order and go to uniformly random positions; the rest are consecutive noise sente
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
+from itertools import zip_longest
 
 from qrag_training.data.babi import BabiSample, generate_babi
 from qrag_training.data.episode import Episode
@@ -74,10 +76,23 @@ def make_babilong_episode(
     )
 
 
+def task_list(task: str | Sequence[str]) -> list[str]:
+    """The bAbI tasks named by ``task``: one name, a comma-separated string or a sequence.
+
+    Raises:
+        ValueError: If no task is named.
+    """
+    names = task.split(",") if isinstance(task, str) else [str(t) for t in task]
+    tasks = [t.strip() for t in names if t.strip()]
+    if not tasks:
+        raise ValueError(f"no bAbI task named in {task!r}")
+    return tasks
+
+
 def babilong_dataset(
-    task: str,
+    task: str | Sequence[str],
     n: int,
-    target_tokens: int,
+    target_tokens: int | Sequence[int],
     seed: int,
     noise_kind: str = MIXED,
     story_len: tuple[int, int] | None = None,
@@ -85,9 +100,13 @@ def babilong_dataset(
     """Generate BabiLong-style episodes.
 
     Args:
-        task: bAbI task, "qa1".."qa5".
+        task: bAbI task, "qa1".."qa5"; several tasks ("qa1,qa2,qa3" or a list) mix them:
+            ``n`` is shared out evenly (the first tasks get one more when it does not divide)
+            and the episodes are interleaved task by task.
         n: Number of episodes.
-        target_tokens: Context length in tokens (e.g. 4000 -> 160 sentences).
+        target_tokens: Context length in tokens (e.g. 4000 -> 160 sentences); a list of
+            lengths is a curriculum-free mix: episode ``i`` of each task takes length
+            ``i mod len(list)``.
         seed: Random seed; the same arguments always give the same episodes.
         noise_kind: "shakespeare", "bible" or "mixed".
         story_len: (min, max) story sentences, default per task (see ``generate_babi``).
@@ -95,16 +114,25 @@ def babilong_dataset(
     Returns:
         ``n`` episodes with ids ``babilong-<task>-<target_tokens>-<seed>-<i>``.
     """
-    samples = generate_babi(task, n, seed, story_len)
+    tasks = task_list(task)
+    lengths = [int(target_tokens)] if isinstance(target_tokens, int) else [int(t) for t in target_tokens]
+    if not lengths:
+        raise ValueError("target_tokens names no length")
     noise = NoiseSource(noise_kind, seed)
-    rng = random.Random(f"{SOURCE_NAME}-{task}-{target_tokens}-{seed}")
-    return [
-        make_babilong_episode(
-            s,
-            noise,
-            target_tokens,
-            rng,
-            episode_id=f"{SOURCE_NAME}-{task}-{target_tokens}-{seed}-{i}",
-        )
-        for i, s in enumerate(samples)
-    ]
+    # one generator per (task, length), used in episode order: a single-task, single-length
+    # call gives exactly the episodes it gave before mixing existed
+    rngs: dict[tuple[str, int], random.Random] = {}
+    per_task: list[list[Episode]] = []
+    for t_index, name in enumerate(tasks):
+        count = n // len(tasks) + (1 if t_index < n % len(tasks) else 0)
+        episodes = []
+        for i, sample in enumerate(generate_babi(name, count, seed, story_len)):
+            tokens = lengths[i % len(lengths)]
+            rng = rngs.setdefault((name, tokens), random.Random(f"{SOURCE_NAME}-{name}-{tokens}-{seed}"))
+            episodes.append(
+                make_babilong_episode(
+                    sample, noise, tokens, rng, episode_id=f"{SOURCE_NAME}-{name}-{tokens}-{seed}-{i}"
+                )
+            )
+        per_task.append(episodes)
+    return [e for group in zip_longest(*per_task) for e in group if e is not None]
