@@ -13,6 +13,9 @@ from pathlib import Path
 
 import pytest
 
+#: Every test here runs ``qrag-train`` in a subprocess (tens of seconds each).
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -79,10 +82,8 @@ def test_train_resume_and_load(tmp_path: Path, tiny_bert_dir: Path) -> None:
     emb = model.embed_chunks(["mary went to the kitchen."])
     assert emb.shape == (1, model.embedding_dim)
 
-    try:
-        from qrag_integrations.retriever import QRAGRetriever
-    except ImportError:  # pragma: no cover - the retriever is built by another package part
-        pytest.skip("qrag_integrations.retriever not available")
+    from qrag_integrations import QRAGRetriever
+
     retriever = QRAGRetriever.from_texts(
         ["mary went to the kitchen.", "the cat is blue.", "john got the apple."], checkpoint=str(last), k=2
     )
@@ -125,7 +126,6 @@ def shape(record: dict) -> tuple:
     return record["step"], record.get("env_steps"), sorted(record)
 
 
-@pytest.mark.slow
 def test_sigkill_during_checkpoint_writes_then_resume(tmp_path: Path, tiny_bert_dir: Path) -> None:
     """Killed at a random write (renames and clean-up included) of a `best` save, then of three
     `last` saves, each time resumed: the run ends at the same step as an uninterrupted one, with
