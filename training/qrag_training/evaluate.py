@@ -215,7 +215,13 @@ def build_parser() -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Evaluate as the parsed arguments say; returns the summary."""
     from qrag_integrations.checkpoint import load_model
-    from qrag_training.settings import feedback_from, load_episodes, model_config_from, to_container
+    from qrag_training.settings import (
+        feedback_from,
+        load_episodes,
+        model_config_from,
+        run_config_from,
+        to_container,
+    )
 
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -231,8 +237,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.base_model:
         overrides.append(f"model.base_model={args.base_model}")
     cfg = compose_config(env, overrides)
-    episodes = load_episodes(cfg, "eval", needs_support=True)
-    steps = int(args.steps or cfg.env.max_steps)
+    run_config = run_config_from(cfg)
+    episodes = load_episodes(cfg, run_config, "eval", needs_support=True)
+    steps = int(args.steps or run_config.max_steps)
     feedback = feedback_from(cfg)
 
     started = time.perf_counter()

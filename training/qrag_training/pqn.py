@@ -322,7 +322,17 @@ class PQNAgent:
 
     @torch.no_grad()
     def collect(self, venv: VectorEnv, num_steps: int) -> Rollout:
-        """Step ``venv`` ``num_steps`` times with the current policy and record a rollout."""
+        """Step ``venv`` ``num_steps`` times with the current policy and record a rollout.
+
+        ``next_values[t]`` (the target soft value of the state after the action at ``t``) is
+        filled one iteration late: the state after step ``t`` is what step ``t + 1`` starts
+        from, so its target values are computed there (in the same state-encoder pass as the
+        acting Q-values once the policy acts); the states after the last step are valued once the
+        loop ends. An environment whose episode ended at ``t`` has
+        already started a new episode by then (auto-reset), so its ``next_values[t]`` is not
+        back-filled: it stays 0 after a termination, and after a truncation holds the value of
+        the episode's final state, computed right after the step from the final observation.
+        """
         self.model.eval()
         t_len, b = num_steps, venv.num_envs
         rewards = torch.zeros(t_len, b)
@@ -345,8 +355,8 @@ class PQNAgent:
                     self.model.state_encoder, self.target_state, self.frozen_layers, batch
                 )
                 values = self._values_from_states(target_state, venv.rotated(target=True), mask).cpu()
-            if t > 0:
-                alive = ~(terminated[t - 1] | truncated[t - 1])
+            if t > 0:  # back-fill: these states follow the actions of step t - 1
+                alive = ~(terminated[t - 1] | truncated[t - 1])  # not reset in between
                 next_values[t - 1] = torch.where(alive, values, next_values[t - 1])
             if explore:
                 actions = sample_actions(uniform_probs(mask), self.rng)
@@ -369,6 +379,7 @@ class PQNAgent:
                 next_values[t, slot] = value
             rollout.episode_returns.extend(step.episode_returns)
             rollout.episode_solved.extend(step.episode_solved)
+        # the states after the last step: the same back-fill for the last transitions
         values = self._target_values(venv.state_texts(), venv.rotated(target=True), venv.masks()).cpu()
         alive = ~(terminated[-1] | truncated[-1])
         next_values[-1] = torch.where(alive, values, next_values[-1])

@@ -1,11 +1,15 @@
-"""Turn the composed Hydra config into typed objects (model config, learner config, data, reward).
+"""Turn the composed Hydra config into typed objects (run settings, model config, learner config,
+data, reward).
 
-Shared by ``qrag-train`` and ``qrag-eval`` so both read the config tree the same way.
+Shared by ``qrag-train`` and ``qrag-eval`` so both read the config tree the same way: each part is
+read once, here, into a dataclass; nothing else reads raw config keys.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
@@ -37,6 +41,88 @@ _MODEL_FIELDS = ("base_model", "trainable_layers", "output_scale", "normalize", 
 ALGO_KINDS = ("pqn", "next_hop")
 
 
+@dataclass
+class RunConfig:
+    """The run settings: the top-level fields of ``conf/train.yaml`` (documented there) and the
+    two fields of the ``env`` group that the loop reads. Types are checked and converted when it
+    is built (:func:`run_config_from`)."""
+
+    out_dir: str
+    """Run folder: ``best/``, ``last/``, ``tb/``, ``metrics.jsonl``."""
+    seed: int = 0
+    """Seeds python, numpy and torch, the policy sampler and the training data."""
+    device: str = "cpu"
+    """Torch device for training and evaluation."""
+    torch_threads: int | None = None
+    """``torch.set_num_threads`` for CPU ops; ``None`` keeps torch's default."""
+    steps: int = 50_000
+    """Optimiser steps (updates) of the whole run; the learning-rate schedule ends here."""
+    batch_size: int = 64
+    """Transitions per rollout (``envs_parallel`` x rollout length)."""
+    envs_parallel: int = 4
+    """Environments stepping in parallel (must divide ``batch_size``)."""
+    eval_interval: int = 500
+    """Evaluate on held-out episodes (and save checkpoints) every this many updates."""
+    eval_at_start: bool = True
+    """Also evaluate the untrained model at update 0."""
+    eval_episodes: int = 300
+    """Held-out episodes per evaluation."""
+    eval_seed: int = 999_999
+    """Seed of generated held-out episodes."""
+    eval_batch: int = 16
+    """Held-out episodes retrieved together."""
+    log_interval: int = 10
+    """Updates between metric records."""
+    save_interval: int = 500
+    """Updates between saves of ``out_dir/last``."""
+    checkpoint_metric: str = "fact_em"
+    """Eval metric (``fact_em``, ``fact_f1`` or ``reward``) that selects ``out_dir/best``."""
+    resume: bool = False
+    """Continue from ``out_dir/last``."""
+    overwrite: bool = False
+    """Move an ``out_dir`` that holds something else aside instead of refusing."""
+    time_budget_minutes: float | None = None
+    """Stop after this much training wall-clock time (evaluating and saving first); the
+    learning-rate schedule still follows ``steps``. ``None``: no limit."""
+    init_from: str | None = None
+    """Start the weights from this checkpoint folder instead of the base encoder."""
+    max_steps: int = 6
+    """``env.max_steps``: picks per episode (training and evaluation)."""
+    refresh_pool: bool = False
+    """``env.refresh_pool``: generate a new training pool (new seed) for every pass."""
+
+    def __post_init__(self) -> None:
+        if self.steps < 0:
+            raise ValueError(f"steps must be >= 0, got {self.steps}")
+        for name in ("batch_size", "envs_parallel", "eval_interval", "eval_batch", "log_interval",
+                     "save_interval", "max_steps"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.batch_size % self.envs_parallel:
+            raise ValueError(
+                f"batch_size ({self.batch_size}) must be a multiple of envs_parallel ({self.envs_parallel})"
+            )
+
+    @property
+    def rollout_len(self) -> int:
+        """Steps of each environment per rollout."""
+        return self.batch_size // self.envs_parallel
+
+
+#: ``RunConfig`` fields that come from the ``env`` group rather than the top level.
+_ENV_RUN_FIELDS = ("max_steps", "refresh_pool")
+
+
+def run_config_from(cfg: DictConfig) -> RunConfig:
+    """The :class:`RunConfig` of a composed config (interpolations resolved; a value of the wrong
+    type, e.g. ``steps=ten``, is an error naming the field)."""
+    names = [f.name for f in dataclasses.fields(RunConfig)]
+    fields = {k: cfg[k] for k in names if k not in _ENV_RUN_FIELDS and k in cfg}
+    fields.update({k: cfg.env[k] for k in _ENV_RUN_FIELDS if k in cfg.env})
+    typed = OmegaConf.merge(OmegaConf.structured(RunConfig), fields)
+    return OmegaConf.to_object(typed)  # type: ignore[return-value]
+
+
 def to_container(node: Any) -> Any:
     """A resolved plain-Python copy of a config node."""
     if isinstance(node, DictConfig) or OmegaConf.is_config(node):
@@ -59,26 +145,26 @@ def algo_kind(cfg: DictConfig) -> str:
     return kind
 
 
-def _algo_fields(cfg: DictConfig) -> dict[str, Any]:
+def _algo_fields(cfg: DictConfig, run: RunConfig) -> dict[str, Any]:
     fields = to_container(cfg.algo)
     fields.pop("kind", None)
-    fields["total_updates"] = int(cfg.steps)
+    fields["total_updates"] = run.steps
     return fields
 
 
-def pqn_config_from(cfg: DictConfig) -> PQNConfig:
-    """The PQN config of the ``algo`` group; the schedule length is the top-level ``steps``."""
-    return PQNConfig(**_algo_fields(cfg))
+def pqn_config_from(cfg: DictConfig, run: RunConfig) -> PQNConfig:
+    """The PQN config of the ``algo`` group; the schedule length is the run's ``steps``."""
+    return PQNConfig(**_algo_fields(cfg, run))
 
 
-def next_hop_config_from(cfg: DictConfig) -> NextHopConfig:
+def next_hop_config_from(cfg: DictConfig, run: RunConfig) -> NextHopConfig:
     """The next-hop warm-start config of the ``algo`` group (``algo=next_hop``)."""
-    return NextHopConfig(**_algo_fields(cfg))
+    return NextHopConfig(**_algo_fields(cfg, run))
 
 
-def env_settings_from(cfg: DictConfig, model_config: QRAGConfig) -> EnvSettings:
+def env_settings_from(run: RunConfig, model_config: QRAGConfig) -> EnvSettings:
     """Episode settings; positions follow the model's config (which a checkpoint may fix)."""
-    return EnvSettings.from_model_config(int(cfg.env.max_steps), model_config)
+    return EnvSettings.from_model_config(run.max_steps, model_config)
 
 
 def feedback_from(cfg: DictConfig) -> Feedback:
@@ -93,11 +179,14 @@ def _hash_split(episodes: list[Episode], split: str | None) -> list[Episode]:
     return [e for e in episodes if split_of(e.id) == split]
 
 
-def load_episodes(cfg: DictConfig, which: str, pool_pass: int = 0, needs_support: bool = True) -> list[Episode]:
+def load_episodes(
+    cfg: DictConfig, run: RunConfig, which: str, pool_pass: int = 0, needs_support: bool = True
+) -> list[Episode]:
     """Load the training pool (``which="train"``) or the held-out episodes (``"eval"``).
 
     Args:
-        cfg: composed config.
+        cfg: composed config (its ``env`` group names the data set and the loader's arguments).
+        run: its run settings.
         which: ``train`` or ``eval``.
         pool_pass: for the training pool with ``env.refresh_pool``: the pass number; the seed
             becomes ``seed * 1000 + pool_pass`` so every pass sees new episodes.
@@ -106,7 +195,7 @@ def load_episodes(cfg: DictConfig, which: str, pool_pass: int = 0, needs_support
     if which not in ("train", "eval"):
         raise ValueError(f"which must be train or eval, got {which!r}")
     kwargs = to_container(cfg.env[which])
-    if which == "train" and cfg.env.get("refresh_pool", False) and "seed" in kwargs:
+    if which == "train" and run.refresh_pool and "seed" in kwargs:
         kwargs["seed"] = int(kwargs["seed"]) * 1000 + pool_pass
     episodes = load_dataset(str(cfg.env.name), **kwargs)
     episodes = _hash_split(episodes, cfg.env.get(f"{which}_hash_split"))
@@ -116,7 +205,7 @@ def load_episodes(cfg: DictConfig, which: str, pool_pass: int = 0, needs_support
             logger.warning("dropped %d %s episodes without supporting facts", len(episodes) - len(kept), which)
         episodes = kept
     if which == "eval":
-        episodes = episodes[: int(cfg.eval_episodes)]
+        episodes = episodes[: run.eval_episodes]
     if not episodes:
         raise ValueError(f"no {which} episodes for env {cfg.env.name!r} with {kwargs}")
     return episodes

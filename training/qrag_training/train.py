@@ -54,6 +54,7 @@ from qrag_training.settings import (
     model_config_from,
     next_hop_config_from,
     pqn_config_from,
+    run_config_from,
     to_container,
 )
 
@@ -76,26 +77,22 @@ class Trainer:
 
     def __init__(self, cfg: DictConfig) -> None:
         self.cfg = cfg
-        self.out_dir = Path(cfg.out_dir)
-        prepare_run_dir(self.out_dir, resume=bool(cfg.resume), overwrite=bool(cfg.get("overwrite", False)))
-        if cfg.torch_threads:
-            torch.set_num_threads(int(cfg.torch_threads))
-        if cfg.batch_size % cfg.envs_parallel:
-            raise ValueError(
-                f"batch_size ({cfg.batch_size}) must be a multiple of envs_parallel ({cfg.envs_parallel})"
-            )
-        self.rollout_len = int(cfg.batch_size) // int(cfg.envs_parallel)
-        self.device = torch.device(str(cfg.device))
-        seed_everything(int(cfg.seed))
+        self.run = run = run_config_from(cfg)
+        self.out_dir = Path(run.out_dir)
+        prepare_run_dir(self.out_dir, resume=run.resume, overwrite=run.overwrite)
+        if run.torch_threads:
+            torch.set_num_threads(run.torch_threads)
+        self.device = torch.device(run.device)
+        seed_everything(run.seed)
         self.config_yaml = OmegaConf.to_yaml(cfg, resolve=True)
 
         last = self.out_dir / "last"
-        self.resuming = bool(cfg.resume) and has_train_state(last)
-        if cfg.resume and not self.resuming:
+        self.resuming = run.resume and has_train_state(last)
+        if run.resume and not self.resuming:
             logger.warning("resume=true but %s has no training state: starting a new run", last)
             self._trim_metrics(-1)  # rows of a run killed before its first save
         model_config = model_config_from(cfg)
-        start_from = str(last) if self.resuming else cfg.get("init_from")
+        start_from = str(last) if self.resuming else run.init_from
         if start_from:
             logger.info("%s from %s", "resuming" if self.resuming else "starting", start_from)
             model = load_model(str(start_from), device=self.device)
@@ -108,20 +105,20 @@ class Trainer:
         self.feedback = feedback_from(cfg)
         needs_support = self.feedback.requires_support
         self.stream = EpisodeStream(
-            lambda p: load_episodes(cfg, "train", pool_pass=p, needs_support=needs_support),
-            seed=int(cfg.seed),
-            refresh=bool(cfg.env.get("refresh_pool", False)),
+            lambda p: load_episodes(cfg, run, "train", pool_pass=p, needs_support=needs_support),
+            seed=run.seed,
+            refresh=run.refresh_pool,
         )
         self.venv: VectorEnv | None = None
         self.agent: PQNAgent | NextHopLearner
         if algo_kind(cfg) == "next_hop":
-            self.agent = NextHopLearner(model, next_hop_config_from(cfg), seed=int(cfg.seed))
+            self.agent = NextHopLearner(model, next_hop_config_from(cfg, run), seed=run.seed)
         else:
-            self.agent = PQNAgent(model, pqn_config_from(cfg), seed=int(cfg.seed))
-            settings = env_settings_from(cfg, model.config)
-            envs = [RetrievalEnv(settings, self.feedback, model.state_text) for _ in range(int(cfg.envs_parallel))]
+            self.agent = PQNAgent(model, pqn_config_from(cfg, run), seed=run.seed)
+            settings = env_settings_from(run, model.config)
+            envs = [RetrievalEnv(settings, self.feedback, model.state_text) for _ in range(run.envs_parallel)]
             self.venv = VectorEnv(envs, self.stream, self.agent, self.device)
-        self.eval_episodes = load_episodes(cfg, "eval", needs_support=True)
+        self.eval_episodes = load_episodes(cfg, run, "eval", needs_support=True)
         self.best_metric = -math.inf
         self.last_eval: dict[str, float] = {}
 
@@ -181,8 +178,8 @@ class Trainer:
         results = greedy_retrieve(
             self.model,
             self.eval_episodes,
-            steps=int(self.cfg.env.max_steps),
-            batch_size=int(self.cfg.eval_batch),
+            steps=self.run.max_steps,
+            batch_size=self.run.eval_batch,
             embed_batch_size=self.agent.config.embed_batch_size,
         )
         return summarize(self.eval_episodes, results, self.feedback)
@@ -217,7 +214,7 @@ class Trainer:
         self.last_eval = self.evaluate()
         record.update({f"eval/{k}": v for k, v in self.last_eval.items()})
         record["eval/seconds"] = round(time.perf_counter() - started, 2)
-        metric = float(self.last_eval[str(self.cfg.checkpoint_metric)])
+        metric = float(self.last_eval[self.run.checkpoint_metric])
         if metric > self.best_metric:
             self.best_metric = metric
             self.save("best", with_state=False)
@@ -236,8 +233,8 @@ class Trainer:
     # -- loop -----------------------------------------------------------------------------------
     def train(self) -> dict[str, Any]:
         """Run until ``steps`` optimiser updates; returns the last record."""
-        cfg, agent = self.cfg, self.agent
-        total = int(cfg.steps)
+        run, agent = self.run, self.agent
+        total = run.steps
         if self.venv is not None:
             self.venv.reset()
         window: dict[str, list[float]] = {
@@ -246,7 +243,7 @@ class Trainer:
         returns: list[float] = []
         solved: list[bool] = []
         record: dict[str, Any] = {"step": agent.updates}
-        if agent.updates == 0 and cfg.eval_at_start and total > 0:
+        if agent.updates == 0 and run.eval_at_start and total > 0:
             self._eval_and_save(record)
             self._log(record)
         bar = tqdm(
@@ -254,13 +251,13 @@ class Trainer:
             mininterval=1.0 if sys.stderr.isatty() else 30.0, dynamic_ncols=True,
         )
         started = time.perf_counter()
-        budget_s = float(cfg.time_budget_minutes) * 60 if cfg.get("time_budget_minutes") else math.inf
+        budget_s = run.time_budget_minutes * 60 if run.time_budget_minutes else math.inf
         while agent.updates < total:
             if isinstance(agent, NextHopLearner):
                 stats = agent.step(self.stream)
             else:
                 assert self.venv is not None
-                rollout = agent.collect(self.venv, self.rollout_len)
+                rollout = agent.collect(self.venv, run.rollout_len)
                 stats = agent.learn(rollout)
                 returns.extend(rollout.episode_returns)
                 solved.extend(rollout.episode_solved)
@@ -272,9 +269,9 @@ class Trainer:
             bar.update(1)
             u = agent.updates
             out_of_time = time.perf_counter() - started >= budget_s
-            due_eval = u % int(cfg.eval_interval) == 0 or u == total or out_of_time
-            due_save = u % int(cfg.save_interval) == 0 or u == total or out_of_time
-            if u % int(cfg.log_interval) and not due_eval and not due_save:
+            due_eval = u % run.eval_interval == 0 or u == total or out_of_time
+            due_save = u % run.save_interval == 0 or u == total or out_of_time
+            if u % run.log_interval and not due_eval and not due_save:
                 continue
             record = {
                 "step": u,
@@ -300,7 +297,7 @@ class Trainer:
             window = {k: [] for k in window}
             if out_of_time:
                 logger.info("time budget of %s minutes used at update %d of %d: stopping",
-                            cfg.time_budget_minutes, u, total)
+                            run.time_budget_minutes, u, total)
                 break
         bar.close()
         self.writer.close()
