@@ -21,7 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from qrag_integrations.atomic import SaveKind, atomic_dir
-from qrag_integrations.checkpoint import chunk_encoder_fingerprint, load_model, write_checkpoint_files
+from qrag_integrations.checkpoint import (
+    chunk_encoder_fingerprint,
+    load_model,
+    write_checkpoint_files,
+)
 from qrag_integrations.errors import IndexMismatchError, QRAGError
 from qrag_integrations.index import ChunkIndex
 from qrag_integrations.model import QRAGModel

@@ -14,9 +14,9 @@ assert _SPEC is not None and _SPEC.loader is not None
 search_report = importlib.util.module_from_spec(_SPEC)
 _SPEC.loader.exec_module(search_report)
 
-LAT = dict(t_enc=0.0145, t_enc_states=0.0557, t_faiss_search=0.0005, t_single=0.015, t_qrag=0.0605,
-           ratio_total=4.03, target_bound=0.0818, target_pass=True, target_bound_measured_states=0.0939,
-           target_pass_measured_states=True, t_qrag_scan_direct=0.0025, other_processes_busy_cores=1.01)
+LAT = {"t_enc": 0.0145, "t_enc_states": 0.0557, "t_faiss_search": 0.0005, "t_single": 0.015, "t_qrag": 0.0605,
+       "ratio_total": 4.03, "target_bound": 0.0818, "target_pass": True, "target_bound_measured_states": 0.0939,
+       "target_pass_measured_states": True, "t_qrag_scan_direct": 0.0025, "other_processes_busy_cores": 1.01}
 RESULT = {
     "n": 3000,
     "single": {**LAT, "t_qrag_scan": 0.0168, "ratio_scan": 33.6, "ratio_scan_direct": 5.0},
