@@ -2,18 +2,11 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import torch
 from torch import nn
-from transformers import (
-    AutoConfig,
-    AutoModel,
-    AutoTokenizer,
-    PreTrainedModel,
-    PreTrainedTokenizerBase,
-)
+from transformers import AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
 from qrag_integrations.config import PACKAGED_MINILM
 from qrag_integrations.errors import CheckpointError
@@ -53,12 +46,6 @@ def load_base(name_or_path: str) -> tuple[PreTrainedModel, PreTrainedTokenizerBa
             )
         raise CheckpointError(f"could not load base encoder {name_or_path!r}: {exc}.{hint}") from exc
     return model, tokenizer
-
-
-def encoder_from_config_dict(config: dict) -> PreTrainedModel:
-    """An untrained encoder with the architecture described by an HF config dict."""
-    hf_config = AutoConfig.for_model(**config)
-    return AutoModel.from_config(hf_config)
 
 
 class MeanPoolEncoder(nn.Module):
@@ -108,10 +95,3 @@ class MeanPoolEncoder(nn.Module):
         names = {id(m): n for n, m in self.named_modules()}
         return [names[id(layer)] + "." for layer in self.layers()[-top_n:]]
 
-
-def default_num_threads() -> int:
-    """Threads for CPU inference: the cores this process may use."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover - non-Linux
-        return max(1, os.cpu_count() or 1)

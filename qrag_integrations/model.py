@@ -61,18 +61,6 @@ class QRAGModel(nn.Module):
         chunk = MeanPoolEncoder(copy.deepcopy(base), config.output_scale, config.normalize)
         return cls(config, state, chunk, tokenizer).to(device=device, dtype=dtype)
 
-    @classmethod
-    def from_pretrained(
-        cls,
-        checkpoint: str | None = None,
-        device: str | torch.device = "cpu",
-        dtype: torch.dtype = torch.float32,
-    ) -> QRAGModel:
-        """Load a checkpoint folder (see :func:`qrag_integrations.checkpoint.load_model`)."""
-        from qrag_integrations.checkpoint import load_model
-
-        return load_model(checkpoint, device=device, dtype=dtype)
-
     def save_pretrained(
         self, path: str, card_notes: str = "", weights_dtype: torch.dtype | None = None, overwrite: bool = False
     ) -> None:

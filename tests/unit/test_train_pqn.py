@@ -62,7 +62,8 @@ def test_lr_schedule_warmup_then_linear_decay():
     assert lr_factor(500, 0, 100, final_ratio=0.1) == pytest.approx(0.1)
 
 
-def test_agent_learns_and_updates_targets(tiny_bert_dir):
+def agent_and_envs(tiny_bert_dir, **config):
+    """A PQN agent on a tiny BERT and two environments of 2-pick episodes (truncated at the cap)."""
     from qrag_training.data.episode import Episode
     from qrag_training.env import EnvSettings, RetrievalEnv, VectorEnv
     from qrag_training.feedback import GroundTruthFeedback
@@ -72,12 +73,17 @@ def test_agent_learns_and_updates_targets(tiny_bert_dir):
 
     torch.manual_seed(0)
     model = QRAGModel.from_base(QRAGConfig(base_model=str(tiny_bert_dir), trainable_layers=1))
-    agent = PQNAgent(model, PQNConfig(warmup=2, total_updates=10, learning_start=4, lr=1e-3), seed=0)
+    agent = PQNAgent(model, PQNConfig(warmup=2, total_updates=10, learning_start=4, lr=1e-3, **config), seed=0)
     chunks = ["mary went to the kitchen.", "the cat is blue.", "john got the apple.", "the dog sat."]
     episodes = iter([Episode(id=str(i), question="where is mary?", chunks=chunks, support=[0]) for i in range(100)])
     envs = [RetrievalEnv(EnvSettings(max_steps=2), GroundTruthFeedback(), model.state_text) for _ in range(2)]
     venv = VectorEnv(envs, lambda: next(episodes), agent)
     venv.reset()
+    return model, agent, venv
+
+
+def test_agent_learns_and_updates_targets(tiny_bert_dir):
+    model, agent, venv = agent_and_envs(tiny_bert_dir)
     before = {k: v.clone() for k, v in agent.target_tensors().items()}
     frozen = model.state_encoder.model.embeddings.word_embeddings.weight.clone()
     for _ in range(3):
@@ -98,6 +104,24 @@ def test_agent_learns_and_updates_targets(tiny_bert_dir):
     # ... unless the step cap is configured to end the return (reference behaviour)
     agent.config.bootstrap_truncation = False
     torch.testing.assert_close(agent.returns(rollout)[cut], rollout.rewards[cut])
+
+
+@pytest.mark.parametrize("bootstrap", [False, True])
+def test_final_states_are_valued_only_when_the_return_bootstraps_there(tiny_bert_dir, monkeypatch, bootstrap):
+    """The value of a truncated episode's final state costs a state encoding: it is computed
+    only with ``bootstrap_truncation``; the default return ends at the step cap without it."""
+    _, agent, venv = agent_and_envs(tiny_bert_dir, bootstrap_truncation=bootstrap)
+    calls = []
+    real = agent._final_values
+    monkeypatch.setattr(agent, "_final_values", lambda *a: calls.append(1) or real(*a))
+    rollout = agent.collect(venv, 3)
+    cut = rollout.truncated
+    assert cut.any()
+    assert bool(calls) is bootstrap
+    assert bool((rollout.next_values[cut] != 0).all()) is bootstrap
+    g = agent.returns(rollout)
+    expected = rollout.rewards[cut] + (0.99 * rollout.next_values[cut] if bootstrap else 0)
+    torch.testing.assert_close(g[cut], expected)
 
 
 def test_twin_forward_shares_frozen_layers_exactly(tiny_bert_dir):

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 import torch
@@ -281,10 +281,6 @@ class VectorEnv:
                 finished.append(i)
         self._start(finished)
         return out
-
-    def state_dict(self) -> dict[str, Any]:
-        """Nothing to save: on resume the environments start fresh episodes."""
-        return {}
 
 
 class EpisodeStream:

@@ -88,8 +88,6 @@ class PQNConfig:
     """Encoders in training mode (dropout on) for the loss forward; acting is always in eval mode."""
     embed_batch_size: int = 128
     """Chunks per forward pass when embedding the chunks of new episodes."""
-    extra: dict[str, Any] = field(default_factory=dict)
-    """Unused; room for experiment notes."""
 
     def __post_init__(self) -> None:
         self.betas = (float(self.betas[0]), float(self.betas[1]))
@@ -331,7 +329,9 @@ class PQNAgent:
         loop ends. An environment whose episode ended at ``t`` has
         already started a new episode by then (auto-reset), so its ``next_values[t]`` is not
         back-filled: it stays 0 after a termination, and after a truncation holds the value of
-        the episode's final state, computed right after the step from the final observation.
+        the episode's final state, computed right after the step from the final observation
+        (only with ``bootstrap_truncation``: otherwise the return ends at the step cap, never
+        reads that value, and it stays 0 too).
         """
         self.model.eval()
         t_len, b = num_steps, venv.num_envs
@@ -375,8 +375,9 @@ class PQNAgent:
             rewards[t] = torch.from_numpy(step.rewards)
             terminated[t] = torch.from_numpy(step.terminated)
             truncated[t] = torch.from_numpy(step.truncated)
-            for slot, value in self._final_values(step.finals, step.truncated).items():
-                next_values[t, slot] = value
+            if self.config.bootstrap_truncation:  # else the return ends there: V is never read
+                for slot, value in self._final_values(step.finals, step.truncated).items():
+                    next_values[t, slot] = value
             rollout.episode_returns.extend(step.episode_returns)
             rollout.episode_solved.extend(step.episode_solved)
         # the states after the last step: the same back-fill for the last transitions
