@@ -70,12 +70,12 @@ class Snapshot:
     def __len__(self) -> int:
         return len(self.chunks)
 
-    def rows_matching(self, where: MetadataFilter | None) -> np.ndarray | None:
-        """Rows (ascending, so still in document order) whose metadata pass ``where``; ``None``
+    def rows_matching(self, filter: MetadataFilter | None) -> np.ndarray | None:
+        """Rows (ascending, so still in document order) whose metadata pass ``filter``; ``None``
         means all rows."""
-        if where is None:
+        if filter is None:
             return None
-        test = where if callable(where) else _mapping_filter(where)
+        test = filter if callable(filter) else _mapping_filter(filter)
         return np.fromiter(
             (i for i, c in enumerate(self.chunks) if test(c.metadata)), dtype=np.int64
         )
@@ -99,10 +99,10 @@ def _json_problem(value: Any, where: str, depth: int = 0) -> str | None:
     return next((p for w, v in items if (p := _json_problem(v, w, depth + 1))), None)
 
 
-def _mapping_filter(where: Mapping[str, Any]) -> Callable[[dict[str, Any]], bool]:
-    if not isinstance(where, Mapping):
-        raise QRAGError(f"filter must be a mapping or a callable, got {type(where).__name__}")
-    wanted = {k: (list(v) if isinstance(v, (list, tuple, set, frozenset)) else [v]) for k, v in where.items()}
+def _mapping_filter(filter: Mapping[str, Any]) -> Callable[[dict[str, Any]], bool]:
+    if not isinstance(filter, Mapping):
+        raise QRAGError(f"filter must be a mapping or a callable, got {type(filter).__name__}")
+    wanted = {k: (list(v) if isinstance(v, (list, tuple, set, frozenset)) else [v]) for k, v in filter.items()}
 
     def test(meta: dict[str, Any]) -> bool:
         return all(k in meta and meta[k] in values for k, values in wanted.items())

@@ -354,7 +354,7 @@ class QRAGRetriever(LangChainFace, LlamaIndexFace):
             list(queries),
             k=k,
             stop_threshold=stop_threshold,
-            where=self.filter if filter is None else filter,
+            filter=self.filter if filter is None else filter,
         )
 
     def get_prompts(self) -> dict[str, Any]:  # type: ignore[override]

@@ -10,6 +10,7 @@ unrotated embeddings with plain matrix products, block by block.
 from __future__ import annotations
 
 import threading
+import warnings
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -92,8 +93,8 @@ class _Candidates:
     """Their embeddings, row ``r`` = candidate rank ``r``."""
 
     @classmethod
-    def of(cls, snap: Snapshot, where: MetadataFilter | None) -> _Candidates:
-        rows = snap.rows_matching(where)
+    def of(cls, snap: Snapshot, filter: MetadataFilter | None) -> _Candidates:
+        rows = snap.rows_matching(filter)
         emb = snap.embeddings if rows is None else snap.embeddings[torch.from_numpy(rows).to(snap.embeddings.device)]
         return cls(snap, rows, emb)
 
@@ -127,6 +128,8 @@ class MultiStepSearcher:
         queries: Sequence[str],
         k: int,
         stop_threshold: float | None = None,
+        filter: MetadataFilter | None = None,
+        *,
         where: MetadataFilter | None = None,
     ) -> list[list[Hit]]:
         """Search several questions at once.
@@ -136,14 +139,21 @@ class MultiStepSearcher:
             k: maximum number of steps (= chunks returned per question).
             stop_threshold: stop a question's search before a pick whose Q-value is below this
                 (it can then return nothing).
-            where: metadata filter; only matching chunks are candidates (positions are laid out
-                over the matching chunks, which then form the "document").
+            filter: metadata filter (as the retriever's ``filter``); only matching chunks are
+                candidates (positions are laid out over the matching chunks, which then form the
+                "document").
+            where: deprecated name of ``filter``.
 
         Returns:
             For each question, its hits in pick order: ``min(k, candidates)`` of them, fewer when
             ``stop_threshold`` stops early.
         """
-        candidates = _Candidates.of(self.index.snapshot(), where)
+        if where is not None:
+            if filter is not None:
+                raise QRAGError("pass filter= only (where= is its deprecated name)")
+            warnings.warn("MultiStepSearcher.search(where=) is deprecated; use filter=", DeprecationWarning, stacklevel=2)
+            filter = where
+        candidates = _Candidates.of(self.index.snapshot(), filter)
         use_faiss = (
             self.settings.faiss_candidates is not None
             and candidates.rows is None

@@ -238,14 +238,24 @@ def test_filter_restricts_candidates_and_layout(make_model) -> None:
         searcher = MultiStepSearcher(model, index, SearchSettings(block_size=2))
         rows = index.snapshot().rows_matching({"doc": "A"}).tolist()
         assert len(rows) == 8
-        results = searcher.search(QUERIES, k=4, where={"doc": "A"})
+        results = searcher.search(QUERIES, k=4, filter={"doc": "A"})
         for query, hits in zip(QUERIES, results):
             assert all(h.chunk.metadata["doc"] == "A" for h in hits)
             assert_same(as_tuples(hits), brute_force(model, index, query, 4, rows=rows))
-        everything = searcher.search(QUERIES[:1], k=20, where=lambda m: m["doc"] == "B")[0]
+        everything = searcher.search(QUERIES[:1], k=20, filter=lambda m: m["doc"] == "B")[0]
         assert sorted(h.chunk.id for h in everything) == sorted(f"c{i}" for i in range(N) if i % 3 == 0)
-        assert searcher.search(QUERIES, k=3, where={"doc": "Z"}) == [[], [], []]
+        assert searcher.search(QUERIES, k=3, filter={"doc": "Z"}) == [[], [], []]
 
+
+
+def test_where_is_the_deprecated_name_of_filter(make_model) -> None:
+    """One name for the metadata filter (``filter=``, as on the retriever); ``where=`` still works."""
+    searcher = MultiStepSearcher(make_model("relative"), random_index())
+    with pytest.warns(DeprecationWarning, match="use filter="):
+        old = searcher.search(QUERIES, k=3, where={"doc": "A"})
+    assert [as_tuples(h) for h in old] == [as_tuples(h) for h in searcher.search(QUERIES, k=3, filter={"doc": "A"})]
+    with pytest.raises(QRAGError, match="filter= only"):
+        searcher.search(QUERIES, k=3, filter={"doc": "A"}, where={"doc": "B"})
 
 @pytest.mark.parametrize("mode", ["relative", "absolute", "none"])
 def test_faiss_preselection_with_all_candidates_is_exact(make_model, mode: str) -> None:
@@ -266,9 +276,9 @@ def test_faiss_bypassed_for_small_index_and_filters(make_model) -> None:
     exact = MultiStepSearcher(model, index).search(QUERIES, k=4)
     small = MultiStepSearcher(model, index, SearchSettings(faiss_candidates=1, faiss_min_size=N + 1)).search(QUERIES, k=4)
     assert [as_tuples(h) for h in small] == [as_tuples(h) for h in exact]
-    filtered_exact = MultiStepSearcher(model, index).search(QUERIES, k=4, where={"doc": "A"})
+    filtered_exact = MultiStepSearcher(model, index).search(QUERIES, k=4, filter={"doc": "A"})
     filtered = MultiStepSearcher(model, index, SearchSettings(faiss_candidates=1, faiss_min_size=0)).search(
-        QUERIES, k=4, where={"doc": "A"}
+        QUERIES, k=4, filter={"doc": "A"}
     )
     assert [as_tuples(h) for h in filtered] == [as_tuples(h) for h in filtered_exact]
 

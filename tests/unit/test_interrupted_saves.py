@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import torch
 from faults import Faults, InjectedFault, folder_bytes, injected, scratch_left
-from qrag_training.checkpointing import load_train_state, rng_state, save_run_checkpoint
+from qrag_training.run_folder import load_train_state, rng_state, save_run_checkpoint
 from retriever_corpus import BABI_QUESTIONS, BABI_TEXTS, build_retriever, chunk_ids
 
 from qrag_integrations import ChunkIndex, QRAGConfig, QRAGModel, QRAGRetriever, load_model

@@ -12,7 +12,7 @@ import pytest
 import torch
 from faults import folder_bytes, scratch_left
 from hydra import compose, initialize_config_dir
-from qrag_training.checkpointing import prepare_run_dir
+from qrag_training.run_folder import prepare_run_dir
 from qrag_training.train import CONF_DIR, Trainer
 from retriever_corpus import BABI_TEXTS, build_retriever
 

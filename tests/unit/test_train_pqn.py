@@ -124,10 +124,10 @@ def test_final_states_are_valued_only_when_the_return_bootstraps_there(tiny_bert
     torch.testing.assert_close(g[cut], expected)
 
 
-def test_twin_forward_shares_frozen_layers_exactly(tiny_bert_dir):
+def test_online_and_target_forward_shares_frozen_layers_exactly(tiny_bert_dir):
     import copy
 
-    from qrag_training.pqn import twin_forward
+    from qrag_training.pqn import forward_online_and_target
 
     from qrag_integrations import QRAGConfig, QRAGModel
 
@@ -138,7 +138,7 @@ def test_twin_forward_shares_frozen_layers_exactly(tiny_bert_dir):
             p.add_(0.05 * torch.randn_like(p))
     batch = model.tokenize(["mary went to the kitchen.", "the dog."], 32)
     with torch.no_grad():
-        online, tgt = twin_forward(model.chunk_encoder, target, 1, batch)
+        online, tgt = forward_online_and_target(model.chunk_encoder, target, 1, batch)
         torch.testing.assert_close(online, model.chunk_encoder(**batch))
         torch.testing.assert_close(tgt, target(**batch))
         assert not torch.allclose(online, tgt)

@@ -112,7 +112,7 @@ class _Replay(torch.nn.Module):
         return self.record["out"]
 
 
-def twin_forward(
+def forward_online_and_target(
     online: MeanPoolEncoder, target: MeanPoolEncoder, frozen: int, batch: dict[str, torch.Tensor]
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Embed one batch with an online encoder and its target copy, computing shared layers once.
@@ -278,7 +278,7 @@ class PQNAgent:
         for start in range(0, len(order), bs):
             ids = order[start : start + bs]
             batch = self.model.tokenize([texts[i] for i in ids], self.model.config.max_chunk_tokens)
-            emb_online, emb_target = twin_forward(
+            emb_online, emb_target = forward_online_and_target(
                 self.model.chunk_encoder, self.target_chunk, self.frozen_layers, batch
             )
             index = torch.tensor(ids, device=online.device)
@@ -351,7 +351,7 @@ class PQNAgent:
                 values = self._target_values(texts, venv.rotated(target=True), mask).cpu()
             elif t > 0:
                 batch = self.model.tokenize(texts, self.model.config.max_state_tokens)
-                state, target_state = twin_forward(
+                state, target_state = forward_online_and_target(
                     self.model.state_encoder, self.target_state, self.frozen_layers, batch
                 )
                 values = self._values_from_states(target_state, venv.rotated(target=True), mask).cpu()

@@ -32,7 +32,7 @@ from tqdm.auto import tqdm
 from qrag_integrations.atomic import write_text_atomic
 from qrag_integrations.checkpoint import load_model
 from qrag_integrations.model import QRAGModel
-from qrag_training.checkpointing import (
+from qrag_training.run_folder import (
     METRICS_FILE,
     TB_DIR,
     has_train_state,
