@@ -105,7 +105,8 @@ def save_pretrained(
         path: destination folder: missing, empty, or an earlier checkpoint (replaced whole).
         card_notes: extra Markdown appended to the generated model card (e.g. evaluation results).
         weights_dtype: store the trained weights of a partial checkpoint in this dtype
-            (``torch.float16`` halves the file; loading casts back to the model's dtype).
+            (``torch.float16`` or ``torch.bfloat16`` halves the file; loading casts back to the
+            model's dtype).
         overwrite: move anything else at ``path`` (a file, a folder of other files) aside to a
             sibling ``<name>.old-<time>`` instead of refusing; nothing is deleted.
 
@@ -315,7 +316,7 @@ def load_model(
             (untrained Q-RAG: behaves like an iterative dense retriever); ``None`` for the
             default model (see :func:`qrag_integrations.defaults.default_checkpoint`).
         device: ``"cpu"``, ``"cuda"``, ``"cuda:1"``, ...
-        dtype: encoder dtype (``torch.float16`` on GPU halves memory).
+        dtype: encoder dtype (``torch.float16`` or ``torch.bfloat16`` on GPU halves memory).
         config: settings for an untrained model built from an encoder (ignored for checkpoints).
 
     Raises:

@@ -118,7 +118,8 @@ class ChunkIndex:
 
         Args:
             embedding_dim: size ``D`` of chunk embeddings.
-            dtype: storage dtype of embeddings (``torch.float32`` or ``torch.float16``).
+            dtype: storage dtype of embeddings (``torch.float32``, ``torch.float16`` or
+                ``torch.bfloat16``; see :data:`INDEX_DTYPES`).
             device: where embeddings live (``"cpu"``, ``"cuda"``...).
         """
         if dtype not in INDEX_DTYPES.values():

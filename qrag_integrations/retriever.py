@@ -87,7 +87,7 @@ class QRAGRetriever(LangChainFace, LlamaIndexFace):
     device: str = "cpu"
     """Device of the model and embeddings: ``"cpu"``, ``"cuda"``, ``"cuda:1"``..."""
     index_dtype: str = "float32"
-    """Storage dtype of chunk embeddings: ``float32`` or ``float16`` (half the memory)."""
+    """Storage dtype of chunk embeddings: ``float32``, ``float16`` or ``bfloat16`` (half the memory)."""
     batch_size: int = Field(default=64, ge=1)
     """Chunks per encoder batch when embedding."""
     show_progress: bool = False

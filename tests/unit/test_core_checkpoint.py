@@ -134,25 +134,29 @@ def test_fingerprint_is_dtype_and_order_stable() -> None:
     assert ckpt_mod.tensor_fingerprint(a) != ckpt_mod.tensor_fingerprint(c)
 
 
-def test_partial_weights_stored_in_float16(partial_model: QRAGModel, tmp_path: Path) -> None:
-    """weights_dtype=float16 halves the file; loading casts back to float32 (fp16 rounding only)."""
-    full, half = tmp_path / "fp32", tmp_path / "fp16"
+@pytest.mark.parametrize(("dtype", "atol"), [(torch.float16, 1e-3), (torch.bfloat16, 1e-2)])
+def test_partial_weights_stored_in_half_precision(
+    partial_model: QRAGModel, tmp_path: Path, dtype: torch.dtype, atol: float
+) -> None:
+    """weights_dtype=float16 or bfloat16 halves the file; loading casts back to float32 (rounding
+    only)."""
+    full, half = tmp_path / "fp32", tmp_path / "half"
     partial_model.save_pretrained(str(full))
-    partial_model.save_pretrained(str(half), weights_dtype=torch.float16)
+    partial_model.save_pretrained(str(half), weights_dtype=dtype)
     from safetensors.torch import load_file
 
     stored = load_file(str(half / "trained_weights.safetensors"))
-    assert all(v.dtype == torch.float16 for v in stored.values())
+    assert all(v.dtype == dtype for v in stored.values())
     size = lambda p: (p / "trained_weights.safetensors").stat().st_size  # noqa: E731
     assert size(half) < 0.6 * size(full)
     loaded = load_model(half)
     assert all(p.dtype == torch.float32 for p in loaded.parameters())
     trained = loaded.trained_state_dict()
     for key, value in partial_model.trained_state_dict().items():
-        assert torch.equal(trained[key], value.half().float())
+        assert torch.equal(trained[key], value.to(dtype).float())
     s0, c0 = embeddings(partial_model)
     s1, c1 = embeddings(loaded)
-    assert torch.allclose(s0, s1, atol=1e-3) and torch.allclose(c0, c1, atol=1e-3)
+    assert torch.allclose(s0, s1, atol=atol) and torch.allclose(c0, c1, atol=atol)
 
 
 def test_overwrite_replaces_folder_whole(full_model: QRAGModel, partial_model: QRAGModel, tmp_path: Path) -> None:

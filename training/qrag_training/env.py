@@ -1,8 +1,8 @@
 """Retrieval episodes as an RL environment (single and vectorised).
 
-The MDP (see ``shared/notes/algorithm.md``): the state is the question plus the chunks picked so
-far; an action picks one chunk that is not picked yet; chunk positions are re-laid out after
-every pick (:func:`qrag_integrations.positions.layout`). Reaching ``max_steps`` picks is a
+The MDP of the Q-RAG paper (Sorokin et al., ICLR 2026): the state is the question plus the
+chunks picked so far; an action picks one chunk that is not picked yet; chunk positions are
+re-laid out after every pick (:func:`qrag_integrations.positions.layout`). Reaching ``max_steps`` picks is a
 *truncation*; running out of chunks, or the feedback declaring the episode solved when it may
 terminate, is a *termination*. The two flags are kept apart so the returns bootstrap correctly.
 
