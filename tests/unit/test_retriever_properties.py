@@ -141,7 +141,8 @@ def check_add(retriever: QRAGRetriever, folder: Path, texts: Any, metadatas: Any
         assert_same_index(retriever, before)
         return
     try:
-        assert retriever.index.ids[-len(added):] == added
+        ids = retriever.index.ids
+        assert ids[len(ids) - len(added):] == added  # not ids[-len(added):]: all of them when none was added
         saved, _ = works_or_refuses(lambda: retriever.save(folder))
         if saved:
             loaded = QRAGRetriever.load(folder)
