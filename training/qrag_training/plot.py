@@ -22,12 +22,13 @@ def read_metrics(path: str | Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in lines if line.strip()]
 
 
-def _series(records: Sequence[dict[str, Any]], key: str) -> tuple[list[float], list[float]]:
+def _series(records: Sequence[dict[str, Any]], key: str, x_key: str = "step") -> tuple[list[float], list[float]]:
     xs, ys = [], []
     for r in records:
         value = r.get(key)
-        if isinstance(value, (int, float)) and math.isfinite(value):
-            xs.append(r["step"])
+        x = r.get(x_key, 0.0 if r["step"] == 0 else None)  # the update-0 evaluation has no time
+        if isinstance(value, (int, float)) and math.isfinite(value) and x is not None:
+            xs.append(x)
             ys.append(float(value))
     return xs, ys
 
@@ -67,13 +68,66 @@ def plot_metrics(metrics: str | Path, out: str | Path | None = None, title: str 
     return out
 
 
+def compare_runs(runs: dict[str, str | Path], out: str | Path, key: str = "eval/fact_em",
+                 title: str | None = None) -> Path:
+    """Plot one evaluation metric of several runs side by side, against the optimiser step (left)
+    and the training wall-clock minutes (right); returns the PNG path.
+
+    Args:
+        runs: label -> ``metrics.jsonl`` path (or run folder).
+        out: PNG path.
+        key: the metric (default the evaluation fact EM).
+        title: figure title.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (by_step, by_time) = plt.subplots(1, 2, figsize=(12, 4.5), sharey=True)
+    for label, path in runs.items():
+        path = Path(path)
+        records = read_metrics(path / "metrics.jsonl" if path.is_dir() else path)
+        xs, ys = _series(records, key)
+        by_step.plot(xs, ys, marker="o", markersize=3, label=label)
+        ts, ys = _series(records, key, x_key="seconds")
+        by_time.plot([t / 60 for t in ts], ys, marker="o", markersize=3, label=label)
+    by_step.set_xlabel("optimiser step")
+    by_time.set_xlabel("training minutes")
+    by_step.set_ylabel(key)
+    for ax in (by_step, by_time):
+        ax.grid(alpha=0.3)
+    by_time.legend(loc="lower right", fontsize=8)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    out = Path(out)
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> None:
-    """``python -m qrag_training.plot METRICS [--out PNG] [--title T]``."""
+    """``python -m qrag_training.plot METRICS [--out PNG] [--title T]``, or
+    ``python -m qrag_training.plot --compare LABEL=METRICS ... --out PNG``."""
     p = argparse.ArgumentParser(prog="qrag-plot", description="Plot a Q-RAG run's metrics.jsonl")
-    p.add_argument("metrics", help="path to metrics.jsonl (or the run folder)")
+    p.add_argument("metrics", nargs="?", help="path to metrics.jsonl (or the run folder)")
+    p.add_argument("--compare", nargs="+", metavar="LABEL=METRICS",
+                   help="several runs' evaluation metric in one figure (needs --out)")
+    p.add_argument("--key", default="eval/fact_em", help="metric compared with --compare")
     p.add_argument("--out", help="PNG path (default: next to the metrics file)")
     p.add_argument("--title", help="figure title (default: the run folder name)")
     args = p.parse_args(argv)
+    if args.compare:
+        if not args.out:
+            p.error("--compare needs --out")
+        pairs = [item.partition("=") for item in args.compare]
+        if any(not sep or not label for label, sep, _ in pairs):
+            p.error("--compare takes LABEL=METRICS pairs")
+        print(compare_runs({label: path for label, _, path in pairs}, args.out, args.key, args.title))
+        return
+    if not args.metrics:
+        p.error("give a metrics file, or --compare")
     metrics = Path(args.metrics)
     if metrics.is_dir():
         metrics = metrics / "metrics.jsonl"
