@@ -1,15 +1,38 @@
-"""Write the shipped HotpotQA checkpoint (fp16 partial weights, model card notes) from the run's best
-checkpoint: python benchmarks/export_hotpotqa_checkpoint.py (reads runs/hotpotqa-nexthop/best)."""
+"""Write the shipped HotpotQA checkpoint (fp16 partial weights + model card) from a chosen run.
+
+    python benchmarks/export_hotpotqa_checkpoint.py SRC --notes NOTES.md
+
+SRC is a checkpoint folder (a run's ``best/``, or a rebased GPU checkpoint from
+``benchmarks/remote_bundle.py rebase``); NOTES.md is Markdown appended to the generated model card
+(how it was trained, how it was chosen, its validation and held-out numbers). The shipped folder
+``qrag_integrations/assets/hotpotqa_checkpoint`` is replaced only if it holds an earlier
+checkpoint (``save_pretrained`` refuses anything else).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
 
 import torch
-from qrag_integrations.checkpoint import load_model, save_pretrained
-m = load_model("runs/hotpotqa-nexthop/best")
-notes = """## Training
 
-HotpotQA distractor questions of the training buckets 1-4 (`qrag_training.data.splits`), 200 updates of
-the supervised next-hop warm start (`algo=next_hop`, our addition to the paper),
-`preset=hotpotqa_cpu`, on 2 CPU cores (about 43 minutes; the README's Training section). Selected on the validation slice (train side,
-263 questions): fact EM 0.646 / fact F1 0.808 after 2 steps, 10 paragraphs per question.
-Held-out results (bucket 0) and the bAbI-style comparison: benchmarks/README.md, section "HotpotQA". Load it with `checkpoint="packaged:qrag-hotpotqa-minilm"`.
-"""
-save_pretrained(m, "qrag_integrations/assets/hotpotqa_checkpoint", card_notes=notes, weights_dtype=torch.float16)
+from qrag_integrations.checkpoint import load_model, save_pretrained
+
+DEST = Path(__file__).resolve().parents[1] / "qrag_integrations" / "assets" / "hotpotqa_checkpoint"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("src", type=Path, help="checkpoint folder to ship")
+    parser.add_argument("--notes", type=Path, required=True, help="Markdown for the model card")
+    parser.add_argument("--dest", type=Path, default=DEST)
+    args = parser.parse_args()
+    model = load_model(str(args.src))
+    save_pretrained(model, args.dest, card_notes=args.notes.read_text(encoding="utf-8"),
+                    weights_dtype=torch.float16)
+    size = sum(f.stat().st_size for f in args.dest.rglob("*") if f.is_file())
+    print(f"wrote {args.dest} ({size / 2**20:.1f} MiB)")
+
+
+if __name__ == "__main__":
+    main()

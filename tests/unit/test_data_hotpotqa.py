@@ -56,8 +56,11 @@ def test_trainer_configs_choose_checkpoints_on_val_never_on_the_held_out_bucket(
     for env in ("hotpotqa", "musique", "twowiki"):
         cfg = compose_config(env, ["env.path=x.jsonl"] if env != "hotpotqa" else [])
         assert cfg.env.eval.split == "val" and cfg.env.train.split == "train"
-    preset = compose_config("hotpotqa", ["preset=hotpotqa_cpu"])
-    assert preset.env.eval.split == "val" and preset.algo.kind == "next_hop"
+    for name in ("hotpotqa_cpu", "hotpotqa_gpu"):
+        preset = compose_config("hotpotqa", [f"preset={name}"])
+        assert preset.env.eval.split == "val" and preset.algo.kind == "next_hop"
+    gpu = compose_config("hotpotqa", ["preset=hotpotqa_gpu"])
+    assert gpu.device == "cuda" and gpu.algo.questions_per_step == 16 and gpu.model.trainable_layers == 2
 
 
 def test_support_paragraphs_match_supporting_fact_titles(splits, raw_by_id):
