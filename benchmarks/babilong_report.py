@@ -90,21 +90,24 @@ def task_table(result: dict) -> str:
 
 
 def stop_table(result: dict) -> str:
-    """For methods with a stop rule: qa1-qa5 average EM, recall and mean steps per length."""
+    """For methods with a stop rule: average EM, recall and mean steps over the tasks, per
+    stop_threshold and length."""
     cells = _cells(result, "babilong")
     tasks, lengths = _grid(cells)
-    lines = ["| method | tokens | EM | recall | mean steps | facts per question |", "|---|---:|---:|---:|---:|---:|"]
+    lines = ["| method | stop_threshold | tokens | EM | recall | mean steps | facts per question |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
     for name in result["methods"]:
-        for t in lengths:
-            rows = [c["methods"][name].get("stop") for c in cells if c["tokens"] == t and name in c["methods"]]
-            if not rows or None in rows:
-                continue
-            facts = statistics.mean(c["facts"] for c in cells if c["tokens"] == t)
-            lines.append(f"| {name} | {_tokens(t)} | {statistics.mean(r['em'] for r in rows):.3f} | "
-                         f"{statistics.mean(r['recall'] for r in rows):.3f} | "
-                         f"{statistics.mean(r['mean_steps'] for r in rows):.2f} | {facts:.2f} |")
-    return (f"stop_threshold {result['stop_threshold']:g} (at most {result['steps']} picks), {', '.join(tasks)} average\n\n"
-            + "\n".join(lines))
+        for i, threshold in enumerate(result["stop_thresholds"]):
+            for t in lengths:
+                rows = [c["methods"][name].get("stop") for c in cells if c["tokens"] == t and name in c["methods"]]
+                if not rows or None in rows:
+                    continue
+                rows = [r[i] for r in rows]
+                facts = statistics.mean(c["facts"] for c in cells if c["tokens"] == t)
+                lines.append(f"| {name} | {threshold:g} | {_tokens(t)} | {statistics.mean(r['em'] for r in rows):.3f} | "
+                             f"{statistics.mean(r['recall'] for r in rows):.3f} | "
+                             f"{statistics.mean(r['mean_steps'] for r in rows):.2f} | {facts:.2f} |")
+    return f"with stop_threshold (at most {result['steps']} picks), {', '.join(tasks)} average\n\n" + "\n".join(lines)
 
 
 def ruler_table(result: dict) -> str:

@@ -27,7 +27,8 @@ Metrics per cell (task x length): ``em@facts`` (every supporting fact among the 
 ``|support|`` picks: 1 fact for qa1 / qa4 / qa5 and the single / multi-key needle, 2 for qa2,
 3 for qa3, 4 needles for multi-value), ``em@budget`` (among ``--steps`` picks, default 6),
 ``recall@facts`` / ``recall@budget`` (share of supporting facts found; the needle recall of RULER),
-and for the checkpoints what the search returns with ``stop_threshold`` (EM, recall, mean steps).
+and for the checkpoints what the search returns with each ``--stop-thresholds`` value (EM, recall,
+mean steps).
 A greedy search's first ``j`` picks are what a ``j``-step search picks, and a ``stop_threshold``
 search returns the picks before the first Q-value below it, so one ``--steps`` search per sample
 gives every column.
@@ -104,15 +105,15 @@ class Method:
         return greedy_retrieve(self.model, episodes, k, batch_size=batch, embed=self.embed)
 
 
-def cell_metrics(episodes: Sequence[Episode], results: Sequence[Retrieval], k: int, threshold: float | None) -> dict:
-    """EM and recall at ``|support|`` and at ``k`` picks; with ``threshold``, the stop rule's."""
+def cell_metrics(episodes: Sequence[Episode], results: Sequence[Retrieval], k: int, thresholds: Sequence[float]) -> dict:
+    """EM and recall at ``|support|`` and at ``k`` picks; for each of ``thresholds``, the stop rule's."""
     gold = [set(e.support) for e in episodes]
     picks = [r.picked for r in results]
     out: dict = {}
     out["em@facts"], out["recall@facts"] = em_recall([p[: len(g)] for p, g in zip(picks, gold)], gold)
     out["em@budget"], out["recall@budget"] = em_recall([p[:k] for p in picks], gold)
-    if threshold is not None:
-        out["stop"] = stop_metrics(picks, [r.scores for r in results], gold, threshold)
+    if thresholds:
+        out["stop"] = [stop_metrics(picks, [r.scores for r in results], gold, t) for t in thresholds]
     return out
 
 
@@ -138,7 +139,7 @@ def run_cell(suite: str, task: str, tokens: int, n: int, methods: Sequence[Metho
         fresh = m.embed.fresh if m.embed is not None else 0
         started = time.perf_counter()
         results = m.retrieve(episodes, args.steps)
-        row = cell_metrics(episodes, results, args.steps, args.stop_threshold if m.stop else None)
+        row = cell_metrics(episodes, results, args.steps, args.stop_thresholds if m.stop else ())
         row["seconds"] = round(time.perf_counter() - started, 2)
         if m.embed is not None:
             row["embedded_per_sample"] = (m.embed.fresh - fresh) / len(episodes)
@@ -166,7 +167,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--ruler-lengths", help="comma-separated RULER lengths in tokens (default: the mode's)")
     p.add_argument("--ruler-n", type=int, help="samples per RULER cell (default: the mode's)")
     p.add_argument("--steps", type=int, default=6, help="step budget of the multi-step methods, k of top-k")
-    p.add_argument("--stop-threshold", type=float, default=0.5, help="stop_threshold reported for the checkpoints")
+    p.add_argument("--stop-thresholds", default="0.5",
+                   help="comma-separated stop_threshold values reported for the checkpoints")
     p.add_argument("--cache-dir", type=Path, default=CACHE_DIR, help="where pool embeddings are cached")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--out", type=Path, help="JSON path (default results/babilong_<split>_<mode>.json)")
@@ -183,6 +185,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     common.set_threads(args.threads)
     mode = MODES[args.mode]
     args.seed = SPLIT_SEEDS[args.split] if args.seed is None else args.seed
+    args.stop_thresholds = [float(x) for x in args.stop_thresholds.split(",") if x.strip()]
     split = args.split if args.seed == SPLIT_SEEDS[args.split] else f"seed{args.seed}"
     lengths, ruler_lengths = _ints(args.lengths, mode["lengths"]), _ints(args.ruler_lengths, mode["ruler_lengths"])
     tasks = [t for t in args.tasks.split(",") if t.strip()]
@@ -212,7 +215,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         "seed": args.seed,
         "mode": args.mode,
         "steps": args.steps,
-        "stop_threshold": args.stop_threshold,
+        "stop_thresholds": args.stop_thresholds,
         "checkpoints": checkpoints,
         "base": args.base or default_checkpoint(),
         "methods": {m.name: m.kind for m in methods},
