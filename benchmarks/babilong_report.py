@@ -3,7 +3,8 @@
     python benchmarks/babilong_report.py benchmarks/results/babilong_test_full.json [--plot out.png]
 
 Tables: the qa1-qa5 average per method and length (EM at the number of facts / at the step
-budget), each task, what ``stop_threshold`` returns for the checkpoints, and RULER needle recall.
+budget), each task, what ``stop_threshold`` returns for the checkpoints, RULER needle recall, and
+the wall time per method and length.
 """
 
 from __future__ import annotations
@@ -122,6 +123,25 @@ def ruler_table(result: dict) -> str:
     return (f"needle recall with as many picks as needles / with {result['steps']} picks\n\n" + "\n".join(lines))
 
 
+def timing_table(result: dict) -> str:
+    """Seconds per method and length, summed over the cells of both suites, and per sample; the
+    one-off pool embedding of each model apart."""
+    lengths = sorted({c["tokens"] for c in result["cells"]})
+    lines = ["| method | pool embedding (once) | " + " | ".join(_tokens(t) for t in lengths) + " |",
+             "|---|---:|" + "---:|" * len(lengths)]
+    for name in result["methods"]:
+        pool = result["pool_embedding"].get(name)
+        row = []
+        for t in lengths:
+            cells = [c for c in result["cells"] if c["tokens"] == t and name in c["methods"]]
+            secs, n = sum(c["methods"][name]["seconds"] for c in cells), sum(c["n"] for c in cells)
+            row.append(f"{secs:.0f} s ({secs / n:.2f} s/sample)")
+        pooled = f"{pool['seconds']:.0f} s{' (cached)' if pool['cache_hit'] else ''}" if pool else ""
+        lines.append(f"| {name} | {pooled} | " + " | ".join(row) + " |")
+    return ("wall time per method and length (all cells of that length), "
+            f"{result['machine']['threads']} torch thread(s)\n\n" + "\n".join(lines))
+
+
 def report(result: dict) -> str:
     """Every table of a result, in Markdown."""
     m = result["machine"]
@@ -131,6 +151,7 @@ def report(result: dict) -> str:
         parts += [average_table(result), task_table(result), stop_table(result)]
     if _cells(result, "ruler"):
         parts.append(ruler_table(result))
+    parts.append(timing_table(result))
     return "\n\n".join(parts) + "\n"
 
 
