@@ -1,6 +1,6 @@
 """Tables and the length plot of a ``bench_babilong.py`` result (no number typed by hand).
 
-    python benchmarks/babilong_report.py benchmarks/results/babilong_test_full.json [--plot out.png]
+    python benchmarks/babilong_report.py benchmarks/results/babilong_test_full.json [more.json] [--plot out.png]
 
 Tables: the qa1-qa5 average per method and length (EM at the number of facts / at the step
 budget), each task, what ``stop_threshold`` returns for the checkpoints, RULER needle recall, and
@@ -155,6 +155,27 @@ def report(result: dict) -> str:
     return "\n\n".join(parts) + "\n"
 
 
+def merge(results: list[dict]) -> dict:
+    """One result from runs of the same split, seed, step budget and methods: cells of a later
+    run replace those of an earlier one with the same suite, task and length (e.g. a separate
+    run with more samples at 1M tokens).
+
+    Raises:
+        ValueError: the runs do not compare (another seed, step budget or method set).
+    """
+    first = results[0]
+    key = ("seed", "steps", "methods", "stop_thresholds")
+    for other in results[1:]:
+        if any(other[k] != first[k] for k in key):
+            raise ValueError(f"cannot merge runs that differ in {[k for k in key if other[k] != first[k]]}")
+    cells: dict[tuple, dict] = {}
+    for r in results:
+        cells.update({(c["suite"], c["task"], c["tokens"]): c for c in r["cells"]})
+    merged = dict(first, cells=list(cells.values()), commands=[r["command"] for r in results])
+    merged["seconds"] = sum(r.get("seconds", 0) for r in results)
+    return merged
+
+
 def plot(result: dict, path: Path) -> None:
     """Fact EM vs context length (log x), one line per method: at the number of facts, at the
     step budget, and RULER needle recall."""
@@ -189,10 +210,11 @@ def plot(result: dict, path: Path) -> None:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("result", type=Path, help="a bench_babilong.py JSON")
+    p.add_argument("results", type=Path, nargs="+",
+                   help="bench_babilong.py JSONs of one split; cells of later ones replace earlier ones (see merge)")
     p.add_argument("--plot", type=Path, help="also draw the length plot here")
     args = p.parse_args()
-    result = json.loads(args.result.read_text(encoding="utf-8"))
+    result = merge([json.loads(r.read_text(encoding="utf-8")) for r in args.results])
     print(report(result))
     if args.plot:
         plot(result, args.plot)

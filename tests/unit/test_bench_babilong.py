@@ -134,3 +134,17 @@ def test_tiny_benchmark_run(tiny_bert_dir, tmp_path):
     again = bench_babilong.main([*argv, "--no-plot"])
     assert all(i["cache_hit"] for i in again["pool_embedding"].values())
     assert again["cells"][0]["methods"]["tiny"]["em@budget"] == result["cells"][0]["methods"]["tiny"]["em@budget"]
+
+
+def test_merge_replaces_cells_of_the_same_suite_task_and_length():
+    from babilong_report import merge
+
+    def run(cells, seed=1, command="a"):
+        return {"seed": seed, "steps": 6, "methods": {"m": "bm25"}, "stop_thresholds": [], "command": command,
+                "seconds": 1.0, "cells": [{"suite": "babilong", "task": t, "tokens": n, "n": k} for t, n, k in cells]}
+
+    merged = merge([run([("qa1", 1000, 100), ("qa1", 10**6, 25)]), run([("qa1", 10**6, 100), ("qa2", 10**6, 100)], command="b")])
+    assert [(c["task"], c["tokens"], c["n"]) for c in merged["cells"]] == [("qa1", 1000, 100), ("qa1", 10**6, 100), ("qa2", 10**6, 100)]
+    assert merged["commands"] == ["a", "b"] and merged["seconds"] == 2.0
+    with pytest.raises(ValueError, match="seed"):
+        merge([run([]), run([], seed=2)])
