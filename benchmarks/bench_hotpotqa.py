@@ -45,6 +45,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402  (sets the offline environment before transformers loads)
+from common import em_recall, stop_metrics  # noqa: E402
 from hotpotqa_report import methods_table  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -84,13 +85,6 @@ def build_problem(episodes: Sequence[Episode], pooled: bool) -> Problem:
         cands.append(list(dict.fromkeys(ids)))
         gold.append({ids[i] for i in e.support})
     return Problem([e.question for e in episodes], list(text_id), None if pooled else cands, gold)
-
-
-def em_recall(picks: list[list[int]], gold: list[set[int]]) -> tuple[float, float]:
-    """Share of questions with every gold paragraph picked, and mean gold recall."""
-    em = float(np.mean([g <= set(p) for p, g in zip(picks, gold)]))
-    recall = float(np.mean([len(g & set(p)) / len(g) for p, g in zip(picks, gold)]))
-    return em, recall
 
 
 def metrics(picks: list[list[int]], gold: list[set[int]]) -> dict[str, float]:
@@ -161,17 +155,6 @@ def qrag_picks(
             searcher = MultiStepSearcher(model, _index([problem.texts[i] for i in cand], chunk_emb[cand], cand))
             rows += searcher.search([question], k)
     return [[int(h.chunk.id) for h in row] for row in rows], [[h.q_value for h in row] for row in rows]
-
-
-def stop_metrics(picks: list[list[int]], q_values: list[list[float]], gold: list[set[int]], threshold: float) -> dict:
-    """What ``stop_threshold=threshold`` returns: the picks before the first Q-value below it."""
-    kept = []
-    for p, q in zip(picks, q_values):
-        cut = next((i for i, v in enumerate(q) if v < threshold), len(q))
-        kept.append(p[:cut])
-    em, recall = em_recall(kept, gold)
-    return {"stop_threshold": threshold, "em": em, "recall": recall,
-            "mean_steps": float(np.mean([len(p) for p in kept]))}
 
 
 def embed_once(model: QRAGModel, texts: list[str], cache: dict[str, torch.Tensor]) -> torch.Tensor:

@@ -78,6 +78,32 @@ def machine_info(threads: int, device: str, **extra) -> dict:
     }
 
 
+def em_recall(picks: list[list[int]], gold: list[set[int]]) -> tuple[float, float]:
+    """Share of questions with every gold chunk picked, and mean gold recall."""
+    import numpy as np
+
+    em = float(np.mean([g <= set(p) for p, g in zip(picks, gold)]))
+    recall = float(np.mean([len(g & set(p)) / len(g) for p, g in zip(picks, gold)]))
+    return em, recall
+
+
+def stop_metrics(picks: list[list[int]], q_values: list[list[float]], gold: list[set[int]], threshold: float) -> dict:
+    """What ``stop_threshold=threshold`` returns: the picks before the first Q-value below it.
+
+    The search stops before the first pick whose Q-value is below the threshold and nothing
+    before that pick depends on it, so this cut of a longer search's picks is exactly what a
+    search with the threshold returns."""
+    import numpy as np
+
+    kept = []
+    for p, q in zip(picks, q_values):
+        cut = next((i for i, v in enumerate(q) if v < threshold), len(q))
+        kept.append(p[:cut])
+    em, recall = em_recall(kept, gold)
+    return {"stop_threshold": threshold, "em": em, "recall": recall,
+            "mean_steps": float(np.mean([len(p) for p in kept]))}
+
+
 def write_json(path: str | Path, obj: dict) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -6,8 +6,9 @@ from pathlib import Path
 
 from qrag_integrations.config import PACKAGED_MINILM
 
-#: Folder of the demo checkpoint shipped inside the package (trained by ``qrag-train preset=cpu``
-#: on BabiLong-style qa2; see its model card).
+#: Folder of the demo checkpoint shipped inside the package (MiniLM, top 2 layers trained on
+#: BabiLong-style qa1-qa5 at ~4K tokens with the next-hop warm start; see its model card and
+#: ``benchmarks/export_babi_checkpoint.py``).
 DEMO_CHECKPOINT = Path(__file__).parent / "assets" / "demo_checkpoint"
 
 #: Folder of the HotpotQA checkpoint shipped inside the package (``qrag-train

@@ -25,7 +25,7 @@ import argparse
 import json
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,6 +43,8 @@ from qrag_training.feedback import Feedback
 logger = logging.getLogger(__name__)
 
 BASELINES = ("base", "dense", "bm25")
+#: Chunk texts -> ``(len(texts), D)`` chunk embeddings.
+ChunkEmbedder = Callable[[Sequence[str]], torch.Tensor]
 #: The Hydra config tree shared with ``qrag-train``.
 CONF_DIR = Path(__file__).resolve().parent / "conf"
 
@@ -111,6 +113,7 @@ def greedy_retrieve(
     batch_size: int = 16,
     stop_threshold: float | None = None,
     embed_batch_size: int = 128,
+    embed: ChunkEmbedder | None = None,
 ) -> list[Retrieval]:
     """Greedy multi-step Q-RAG retrieval with the retriever's own search
     (:meth:`MultiStepSearcher.search_each`), ``batch_size`` episodes at a time.
@@ -123,7 +126,10 @@ def greedy_retrieve(
         stop_threshold: if set, stop an episode before a pick whose Q-value is below it (as
             ``QRAGRetriever(stop_threshold=...)``; an episode can then pick nothing).
         embed_batch_size: chunks per forward pass when embedding.
+        embed: chunk texts -> their embeddings with this model's chunk encoder, instead of
+            ``model.embed_chunks`` (e.g. a benchmark's cache of pre-embedded noise sentences).
     """
+    embed = embed or (lambda texts: model.embed_chunks(texts, batch_size=embed_batch_size))
     was_training = model.training
     model.eval()
     results: list[Retrieval] = []
@@ -131,7 +137,7 @@ def greedy_retrieve(
         batch = list(episodes[start : start + batch_size])
         sizes = [len(e.chunks) for e in batch]
         flat = [c for e in batch for c in e.chunks]
-        chunk_emb = model.embed_chunks(flat, batch_size=embed_batch_size).split(sizes)
+        chunk_emb = embed(flat).split(sizes)
         indexes = []
         for episode, emb in zip(batch, chunk_emb):
             index = ChunkIndex(model.embedding_dim, device=model.device)
@@ -145,16 +151,23 @@ def greedy_retrieve(
 
 
 @torch.inference_mode()
-def dense_retrieve(model: QRAGModel, episodes: Sequence[Episode], k: int, embed_batch_size: int = 128) -> list[Retrieval]:
+def dense_retrieve(
+    model: QRAGModel,
+    episodes: Sequence[Episode],
+    k: int,
+    embed_batch_size: int = 128,
+    embed: ChunkEmbedder | None = None,
+) -> list[Retrieval]:
     """Single-step dense top-``k`` by cosine of question vs chunk mean-pooled embeddings.
 
-    The question goes through the state encoder and chunks through the chunk encoder; for an
-    untrained model both are the base encoder.
+    The question goes through the state encoder and chunks through the chunk encoder (or
+    ``embed``, as in :func:`greedy_retrieve`); for an untrained model both are the base encoder.
     """
+    embed = embed or (lambda texts: model.embed_chunks(texts, batch_size=embed_batch_size))
     model.eval()
     results = []
     for episode in episodes:
-        chunks = torch.nn.functional.normalize(model.embed_chunks(episode.chunks, batch_size=embed_batch_size), dim=-1)
+        chunks = torch.nn.functional.normalize(embed(episode.chunks).float(), dim=-1)
         query = torch.nn.functional.normalize(model.embed_states([episode.question]).float(), dim=-1)
         scores = (query @ chunks.T)[0]
         top = torch.topk(scores, min(k, len(episode.chunks)))

@@ -30,7 +30,7 @@ from qrag_training.data.custom import CustomFormatError, load_custom_jsonl
 from qrag_training.data.episode import Episode
 from qrag_training.data.hotpotqa import load_hotpotqa
 from qrag_training.data.musique import load_musique
-from qrag_training.data.noise import NOISE_KINDS, NoiseSource
+from qrag_training.data.noise import NOISE_KINDS, NoisePool, NoiseSource
 from qrag_training.data.registry import DATASET_NAMES, load_dataset
 from qrag_training.data.ruler import NIAH_VARIANTS, make_niah_episode, ruler_dataset
 from qrag_training.data.splits import hash_bucket, split_of
@@ -48,6 +48,7 @@ __all__ = [
     "BabiSample",
     "CustomFormatError",
     "Episode",
+    "NoisePool",
     "NoiseSource",
     "answer_question",
     "babilong_dataset",

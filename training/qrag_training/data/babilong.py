@@ -15,7 +15,7 @@ from itertools import zip_longest
 
 from qrag_training.data.babi import BabiSample, generate_babi
 from qrag_training.data.episode import Episode
-from qrag_training.data.noise import MIXED, NoiseSource
+from qrag_training.data.noise import MIXED, NoisePool, NoiseSource
 
 TOKENS_PER_SENTENCE = 25
 SOURCE_NAME = "babilong"
@@ -35,7 +35,7 @@ def tokens_to_sentences(tokens: int) -> int:
 
 def make_babilong_episode(
     sample: BabiSample,
-    noise: NoiseSource,
+    noise: NoiseSource | NoisePool,
     target_tokens: int,
     rng: random.Random,
     episode_id: str = "",
@@ -44,7 +44,7 @@ def make_babilong_episode(
 
     Args:
         sample: The bAbI sample.
-        noise: Where the noise sentences come from.
+        noise: Where the noise sentences come from: the whole corpus or a fixed pool.
         target_tokens: Target context length in tokens (25 tokens per sentence).
         rng: Random generator for the fact positions and the noise passage.
         episode_id: Id of the episode.
@@ -96,6 +96,7 @@ def babilong_dataset(
     seed: int,
     noise_kind: str = MIXED,
     story_len: tuple[int, int] | None = None,
+    noise: NoiseSource | NoisePool | None = None,
 ) -> list[Episode]:
     """Generate BabiLong-style episodes.
 
@@ -110,6 +111,9 @@ def babilong_dataset(
         seed: Random seed; the same arguments always give the same episodes.
         noise_kind: "shakespeare", "bible" or "mixed".
         story_len: (min, max) story sentences, default per task (see ``generate_babi``).
+        noise: Where the noise comes from instead of ``NoiseSource(noise_kind, seed)``, e.g. a
+            fixed :class:`~qrag_training.data.noise.NoisePool` embedded once (the same stories;
+            their positions differ, since the pool draws from the same generator).
 
     Returns:
         ``n`` episodes with ids ``babilong-<task>-<target_tokens>-<seed>-<i>``.
@@ -118,7 +122,7 @@ def babilong_dataset(
     lengths = [int(target_tokens)] if isinstance(target_tokens, int) else [int(t) for t in target_tokens]
     if not lengths:
         raise ValueError("target_tokens names no length")
-    noise = NoiseSource(noise_kind, seed)
+    noise = noise if noise is not None else NoiseSource(noise_kind, seed)
     # one generator per (task, length), used in episode order: a single-task, single-length
     # call gives exactly the episodes it gave before mixing existed
     rngs: dict[tuple[str, int], random.Random] = {}

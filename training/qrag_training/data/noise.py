@@ -33,7 +33,7 @@ import importlib.util
 import json
 import random
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from qrag_training.data.babi import LOCATIONS, NAMES, OBJECTS
@@ -250,11 +250,62 @@ class NoiseSource:
         Returns:
             The sentences.
         """
-        if n <= 0:
-            return []
-        sentences = self.sentences
-        start = (rng or self._rng).randrange(len(sentences))
-        out = list(sentences[start : start + n])
-        while len(out) < n:
-            out.extend(sentences[: n - len(out)])
-        return out
+        return consecutive(self.sentences, n, rng or self._rng)
+
+    def pool(self, size: int, seed: int) -> NoisePool:
+        """A fixed pool of ``size`` consecutive sentences from a start chosen by ``seed``.
+
+        Episodes built on the pool draw their noise only from it, so the pool's sentences can be
+        embedded once and reused by every episode (e.g. a benchmark's 1M-token haystacks).
+
+        Args:
+            size: Sentences in the pool (a pool larger than the corpus wraps around).
+            seed: Seed of the start; the source's own generator is not used.
+
+        Returns:
+            The pool; its ``kind`` is ``"<kind>-pool"``.
+        """
+        if size < 1:
+            raise ValueError(f"a noise pool needs at least one sentence, got size={size}")
+        rng = random.Random(f"noise-pool-{self.kind}-{size}-{seed}")
+        return NoisePool(consecutive(self.sentences, size, rng), kind=f"{self.kind}-pool")
+
+
+def consecutive(sentences: Sequence[str], n: int, rng: random.Random) -> list[str]:
+    """``n`` consecutive sentences from a random start, wrapping around (empty for ``n <= 0``)."""
+    if n <= 0:
+        return []
+    start = rng.randrange(len(sentences))
+    out = list(sentences[start : start + n])
+    while len(out) < n:
+        out.extend(sentences[: n - len(out)])
+    return out
+
+
+class NoisePool:
+    """A fixed list of noise sentences, used like a :class:`NoiseSource`.
+
+    :meth:`sample` takes consecutive sentences of the pool from a random start, wrapping around
+    (a haystack longer than the pool repeats it), exactly as :meth:`NoiseSource.sample` does on
+    the whole corpus. Build one with :meth:`NoiseSource.pool` or from any sentences.
+
+    Args:
+        sentences: The pool, in reading order.
+        kind: Name recorded in episodes' ``meta["noise"]``.
+
+    Raises:
+        ValueError: For an empty pool.
+    """
+
+    def __init__(self, sentences: Sequence[str], kind: str = "pool") -> None:
+        if not sentences:
+            raise ValueError("a noise pool needs at least one sentence")
+        self.sentences: tuple[str, ...] = tuple(sentences)
+        self.kind = kind
+
+    def __len__(self) -> int:
+        return len(self.sentences)
+
+    def sample(self, n: int, rng: random.Random) -> list[str]:
+        """Take ``n`` consecutive pool sentences from a random start (wrapping around)."""
+        return consecutive(self.sentences, n, rng)

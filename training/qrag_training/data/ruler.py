@@ -20,7 +20,7 @@ import uuid
 
 from qrag_training.data.babilong import tokens_to_sentences
 from qrag_training.data.episode import Episode
-from qrag_training.data.noise import MIXED, NoiseSource
+from qrag_training.data.noise import MIXED, NoisePool, NoiseSource
 
 NIAH_SINGLE = "niah_single"
 NIAH_MULTIKEY = "niah_multikey"
@@ -167,7 +167,7 @@ def _join_keys(keys: list[str]) -> str:
 
 def make_niah_episode(
     variant: str,
-    noise: NoiseSource,
+    noise: NoiseSource | NoisePool,
     target_tokens: int,
     rng: random.Random,
     *,
@@ -182,7 +182,7 @@ def make_niah_episode(
 
     Args:
         variant: One of :data:`NIAH_VARIANTS`.
-        noise: Source of the haystack sentences.
+        noise: Source of the haystack sentences: the whole corpus or a fixed pool.
         target_tokens: Context length in tokens (25 tokens per sentence).
         rng: Random generator (needles, positions, haystack passage).
         key_kind: "words", "numbers" or "uuids".
@@ -238,7 +238,13 @@ def make_niah_episode(
 
 
 def ruler_dataset(
-    variant: str, n: int, target_tokens: int, seed: int, noise_kind: str = MIXED, **kwargs: object
+    variant: str,
+    n: int,
+    target_tokens: int,
+    seed: int,
+    noise_kind: str = MIXED,
+    noise: NoiseSource | NoisePool | None = None,
+    **kwargs: object,
 ) -> list[Episode]:
     """Generate needle-in-a-haystack episodes.
 
@@ -248,13 +254,15 @@ def ruler_dataset(
         target_tokens: Context length in tokens.
         seed: Random seed; the same arguments always give the same episodes.
         noise_kind: "shakespeare", "bible" or "mixed".
+        noise: Where the noise comes from instead of ``NoiseSource(noise_kind, seed)`` (e.g. a
+            fixed :class:`~qrag_training.data.noise.NoisePool`).
         **kwargs: Passed to :func:`make_niah_episode` (key_kind, value_kind, n_keys, ...).
 
     Returns:
         ``n`` episodes with ids ``ruler-<variant>-<target_tokens>-<seed>-<i>``.
     """
     _shape(variant, DEFAULT_N_KEYS, DEFAULT_N_VALUES, DEFAULT_N_QUERIES)  # validate early
-    noise = NoiseSource(noise_kind, seed)
+    noise = noise if noise is not None else NoiseSource(noise_kind, seed)
     rng = random.Random(f"{SOURCE_NAME}-{variant}-{target_tokens}-{seed}")
     return [
         make_niah_episode(

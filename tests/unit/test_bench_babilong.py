@@ -1,0 +1,150 @@
+"""The long-context benchmark's pool-embedding cache and a tiny run of bench_babilong.py."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+sys.path.insert(0, str(BENCHMARKS))
+
+import embedding_cache  # noqa: E402
+from embedding_cache import CacheError, PoolEmbedder, cached_chunk_embeddings, pool_embedder  # noqa: E402
+
+TEXTS = ["the cat sat.", "mary went to the kitchen.", "a dog is red.", "the sky is blue.", "the cat sat."]
+
+
+@pytest.fixture
+def model(tiny_bert_dir):
+    from qrag_integrations import load_model
+
+    return load_model(str(tiny_bert_dir))
+
+
+def _entries(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.iterdir()) if folder.exists() else []
+
+
+def test_second_run_reads_the_cache(model, tmp_path, monkeypatch):
+    first, hit = cached_chunk_embeddings(model, TEXTS, tmp_path)
+    assert not hit and first.shape == (len(TEXTS), model.embedding_dim)
+    [entry] = _entries(tmp_path)  # one complete entry, no scratch folders left
+    assert sorted(p.name for p in entry.iterdir()) == ["cache.json", "embeddings.safetensors"]
+
+    def no_embedding(*args, **kwargs):
+        raise AssertionError("a cache hit must not embed")
+
+    monkeypatch.setattr(model, "embed_chunks", no_embedding)
+    second, hit = cached_chunk_embeddings(model, TEXTS, tmp_path)
+    assert hit and torch.equal(first, second)
+
+
+def test_another_chunk_encoder_or_other_texts_miss_the_cache(model, tmp_path):
+    cached_chunk_embeddings(model, TEXTS, tmp_path)
+    _, hit = cached_chunk_embeddings(model, TEXTS[:-1], tmp_path)
+    assert not hit
+    with torch.no_grad():
+        next(model.chunk_encoder.parameters()).add_(1e-3)  # another checkpoint's chunk encoder
+    changed, hit = cached_chunk_embeddings(model, TEXTS, tmp_path)
+    assert not hit and len(_entries(tmp_path)) == 3
+    assert torch.allclose(changed, model.embed_chunks(TEXTS))
+
+
+def _corrupt_weights(entry: Path) -> None:
+    file = entry / "embeddings.safetensors"
+    file.write_bytes(file.read_bytes()[:-40])
+
+
+def _wrong_rows(entry: Path) -> None:
+    manifest = json.loads((entry / "cache.json").read_text())
+    manifest["rows"] += 1
+    (entry / "cache.json").write_text(json.dumps(manifest))
+
+
+def _not_a_manifest(entry: Path) -> None:
+    (entry / "cache.json").write_text("{not json")
+
+
+def _nan_values(entry: Path) -> None:
+    from safetensors.torch import load_file, save_file
+
+    emb = load_file(str(entry / "embeddings.safetensors"))["embeddings"]
+    emb[1, 0] = float("nan")
+    save_file({"embeddings": emb}, str(entry / "embeddings.safetensors"))
+
+
+def _pickle_instead(entry: Path) -> None:
+    torch.save({"embeddings": torch.zeros(3)}, entry / "embeddings.safetensors")  # a pickle, never loaded
+
+
+@pytest.mark.parametrize("damage", [_corrupt_weights, _wrong_rows, _not_a_manifest, _nan_values, _pickle_instead])
+def test_a_damaged_entry_is_refused_with_its_path_and_left_alone(model, tmp_path, damage):
+    cached_chunk_embeddings(model, TEXTS, tmp_path)
+    [entry] = _entries(tmp_path)
+    damage(entry)
+    before = {p.name: p.read_bytes() for p in entry.iterdir()}
+    with pytest.raises(CacheError, match="untrusted benchmark cache entry") as info:
+        cached_chunk_embeddings(model, TEXTS, tmp_path)
+    assert str(entry) in str(info.value) and "delete the folder" in str(info.value)
+    assert {p.name: p.read_bytes() for p in entry.iterdir()} == before
+
+
+def test_pool_embedder_embeds_only_texts_outside_the_pool(model, tmp_path):
+    pool = TEXTS[:4]
+    embed, info = pool_embedder(model, pool, tmp_path)
+    assert info["pool_texts"] == 4 and not info["cache_hit"]
+    texts = ["a dog is red.", "john got the apple.", "the cat sat.", "where is the milk?"]
+    got = embed(texts)
+    assert embed.fresh == 2
+    assert torch.allclose(got, model.embed_chunks(texts), atol=1e-5)
+    _, info = pool_embedder(model, pool, tmp_path)
+    assert info["cache_hit"]
+    with pytest.raises(ValueError, match="pool embeddings"):
+        PoolEmbedder(model, pool, torch.zeros(3, model.embedding_dim))
+
+
+def test_tiny_benchmark_run(tiny_bert_dir, tmp_path):
+    import bench_babilong
+    from babilong_report import report
+
+    out = tmp_path / "result.json"
+    argv = ["--tasks", "qa1,qa2", "--lengths", "1000,2000", "--n", "2", "--ruler", "niah_single,niah_multivalue",
+            "--ruler-lengths", "1000", "--ruler-n", "2", "--base", str(tiny_bert_dir), "--checkpoint",
+            f"tiny={tiny_bert_dir}", "--cache-dir", str(tmp_path / "cache"), "--out", str(out)]
+    result = bench_babilong.main(argv)
+    assert json.loads(out.read_text()) == json.loads(json.dumps(result))
+    assert out.with_suffix(".png").stat().st_size > 0
+    assert result["methods"] == {"tiny": "multi-step", "untrained": "multi-step", "dense": "dense", "bm25": "bm25"}
+    assert [(c["suite"], c["task"], c["tokens"]) for c in result["cells"]] == [
+        ("babilong", "qa1", 1000), ("babilong", "qa2", 1000), ("babilong", "qa1", 2000), ("babilong", "qa2", 2000),
+        ("ruler", "niah_single", 1000), ("ruler", "niah_multivalue", 1000)]
+    for cell in result["cells"]:
+        for name, row in cell["methods"].items():
+            assert 0 <= row["em@facts"] <= row["em@budget"] <= 1 and 0 <= row["recall@budget"] <= 1
+            assert ("stop" in row) == (name == "tiny")
+            if name in ("tiny", "untrained", "dense"):  # only story sentences and needles are embedded
+                assert row["embedded_per_sample"] < cell["chunks"]
+    # the checkpoint and the default share the tiny encoder: one pool embedding, read back once
+    assert [i["cache_hit"] for i in result["pool_embedding"].values()] == [False, True]
+    assert "| tiny |" in report(result) and "niah_multivalue" in report(result)
+    again = bench_babilong.main([*argv, "--no-plot"])
+    assert all(i["cache_hit"] for i in again["pool_embedding"].values())
+    assert again["cells"][0]["methods"]["tiny"]["em@budget"] == result["cells"][0]["methods"]["tiny"]["em@budget"]
+
+
+def test_merge_replaces_cells_of_the_same_suite_task_and_length():
+    from babilong_report import merge
+
+    def run(cells, seed=1, command="a"):
+        return {"seed": seed, "steps": 6, "methods": {"m": "bm25"}, "stop_thresholds": [], "command": command,
+                "seconds": 1.0, "cells": [{"suite": "babilong", "task": t, "tokens": n, "n": k} for t, n, k in cells]}
+
+    merged = merge([run([("qa1", 1000, 100), ("qa1", 10**6, 25)]), run([("qa1", 10**6, 100), ("qa2", 10**6, 100)], command="b")])
+    assert [(c["task"], c["tokens"], c["n"]) for c in merged["cells"]] == [("qa1", 1000, 100), ("qa1", 10**6, 100), ("qa2", 10**6, 100)]
+    assert merged["commands"] == ["a", "b"] and merged["seconds"] == 2.0
+    with pytest.raises(ValueError, match="seed"):
+        merge([run([]), run([], seed=2)])
