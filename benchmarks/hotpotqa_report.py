@@ -95,11 +95,13 @@ def main() -> None:
     if curve:
         print(f"### warm-start validation curve ({args.metrics.name})\n")
         print(curve + "\n")
-    test = load("hotpotqa_eval_full.json")
-    if test:
-        print("### held-out bucket 0\n")
-        print(methods_table(test) + "\n")
-        print(stop_table(test) + "\n")
+    for name, label in (("hotpotqa_eval_full.json", "previous checkpoint (CPU-trained)"),
+                        ("hotpotqa_eval_full_v2.json", "shipped checkpoint (GPU-trained)")):
+        test = load(name)
+        if test:
+            print(f"### held-out bucket 0: {label} ({name})\n")
+            print(methods_table(test) + "\n")
+            print(stop_table(test) + "\n")
 
 
 if __name__ == "__main__":
