@@ -31,3 +31,15 @@ class Reader(Protocol):
     def generate(self, prompts: Sequence[str]) -> list[str]:
         """One answer per prompt, in order (an empty batch gives an empty list)."""
         ...
+
+
+def first_line(text: str) -> str:
+    """The first non-empty line of a generation, stripped (``""`` when there is none).
+
+    Readers are asked for a word or a short phrase; models often go on with an explanation on
+    the next lines, which would only dilute answer EM / F1.
+    """
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()
+    return ""
