@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 
 
 @dataclass
@@ -26,7 +26,11 @@ class Reply:
 
 def completion(content: str) -> str:
     """A minimal chat-completions reply body."""
-    choice = {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
+    choice = {
+        "index": 0,
+        "message": {"role": "assistant", "content": content},
+        "finish_reason": "stop",
+    }
     return json.dumps({"id": "x", "object": "chat.completion", "choices": [choice]})
 
 
@@ -55,18 +59,26 @@ class StubServer:
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+            def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 with stub._lock:
                     index = len(stub.requests)
-                    stub.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
+                    stub.requests.append(
+                        {"path": self.path, "headers": dict(self.headers), "body": body}
+                    )
                     stub.in_flight += 1
                     stub.max_in_flight = max(stub.max_in_flight, stub.in_flight)
-                reply = stub.responder(index, body) if self.path == "/v1/chat/completions" else Reply(404, body="no route")
+                reply = (
+                    stub.responder(index, body)
+                    if self.path == "/v1/chat/completions"
+                    else Reply(404, body="no route")
+                )
                 time.sleep(reply.delay_s)
                 with stub._lock:
                     stub.in_flight -= 1
-                payload = (completion(reply.content) if reply.content is not None else reply.body).encode()
+                payload = (
+                    completion(reply.content) if reply.content is not None else reply.body
+                ).encode()
                 try:
                     self.send_response(reply.status)
                     for key, value in {"Content-Type": "application/json", **reply.headers}.items():
@@ -77,12 +89,12 @@ class StubServer:
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (timeout)
 
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+            def log_message(self, format: str, *args: Any) -> None:
                 pass
 
         return Handler
 
-    def __enter__(self) -> StubServer:
+    def __enter__(self) -> Self:
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
         return self
 

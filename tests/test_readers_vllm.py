@@ -7,7 +7,7 @@ import os
 import sys
 import types
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -23,7 +23,7 @@ class FakeParams:
 class FakeLLM:
     """Answers like ``vllm.LLM``: one RequestOutput-shaped object per prompt or conversation."""
 
-    calls: list[tuple[str, Any, FakeParams]] = []
+    calls: ClassVar[list[tuple[str, Any, FakeParams]]] = []
 
     def __init__(self, model: str, **options: Any) -> None:
         self.model, self.options = model, options
@@ -36,7 +36,9 @@ class FakeLLM:
         FakeLLM.calls.append(("chat", messages, sampling_params))
         return [self._output(conv[-1]["content"].upper()) for conv in messages]
 
-    def generate(self, prompts: Any, sampling_params: FakeParams, use_tqdm: bool = True) -> list[Any]:
+    def generate(
+        self, prompts: Any, sampling_params: FakeParams, use_tqdm: bool = True
+    ) -> list[Any]:
         FakeLLM.calls.append(("generate", prompts, sampling_params))
         return [self._output(p[::-1]) for p in prompts]
 
@@ -50,13 +52,18 @@ def fake_vllm(monkeypatch: pytest.MonkeyPatch, llm: type = FakeLLM) -> None:
 
 def test_chat_mode_sends_conversations_with_greedy_params(monkeypatch: pytest.MonkeyPatch) -> None:
     fake_vllm(monkeypatch)
-    reader = VLLMReader("some/model", max_tokens=7, system_prompt="be brief", engine_options={"max_model_len": 4096})
+    reader = VLLMReader(
+        "some/model", max_tokens=7, system_prompt="be brief", engine_options={"max_model_len": 4096}
+    )
     assert reader._engine.options == {"max_model_len": 4096} and reader.name == "vllm:some/model"
     assert reader.generate(["where", "who"]) == ["WHERE", "WHO"]
     assert reader.generate([]) == []
-    (kind, conversations, params), = FakeLLM.calls
+    ((kind, conversations, params),) = FakeLLM.calls
     assert kind == "chat" and params == FakeParams(temperature=0, max_tokens=7)
-    assert conversations[0] == [{"role": "system", "content": "be brief"}, {"role": "user", "content": "where"}]
+    assert conversations[0] == [
+        {"role": "system", "content": "be brief"},
+        {"role": "user", "content": "where"},
+    ]
 
 
 def test_plain_mode_sends_the_prompts_as_text(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -67,7 +74,10 @@ def test_plain_mode_sends_the_prompts_as_text(monkeypatch: pytest.MonkeyPatch) -
 
 def test_vllm_not_importable_is_reader_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "vllm", None)  # makes `import vllm` raise ImportError
-    with pytest.raises(ReaderUnavailable, match=r"vLLM is not usable here \(ModuleNotFoundError.*qrag-integrations\[vllm\]"):
+    with pytest.raises(
+        ReaderUnavailable,
+        match=r"vLLM is not usable here \(ModuleNotFoundError.*qrag-integrations\[vllm\]",
+    ):
         VLLMReader("m")
 
 
@@ -77,11 +87,16 @@ def test_an_engine_that_cannot_start_is_reader_unavailable(monkeypatch: pytest.M
             raise RuntimeError("Failed to infer device type")
 
     fake_vllm(monkeypatch, NoDevice)
-    with pytest.raises(ReaderUnavailable, match="vLLM engine could not start here: RuntimeError: Failed to infer device type"):
+    with pytest.raises(
+        ReaderUnavailable,
+        match="vLLM engine could not start here: RuntimeError: Failed to infer device type",
+    ):
         VLLMReader("m")
 
 
-def test_an_engine_failure_while_generating_is_a_reader_error(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_engine_failure_while_generating_is_a_reader_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     class Crashes(FakeLLM):
         def chat(self, *args: Any, **kwargs: Any) -> list[Any]:
             raise ValueError("prompt too long")

