@@ -118,6 +118,11 @@ def _prompt_text(value: Any) -> str:
 def as_langchain_runnable(reader: Reader) -> RunnableLambda[Any, str]:
     """``reader`` as a LangChain Runnable: a prompt value, message or string in, the answer out.
 
+    A chat prompt's messages reach the reader as their text joined by blank lines (no
+    ``Human:`` prefixes; the reader applies its own chat template). ``chain.batch`` calls the
+    reader once per input, in LangChain's thread pool; to batch inside the reader's model, call
+    ``reader.generate`` on the formatted prompts.
+
     Example:
         >>> chain = prompt | as_langchain_runnable(TransformersReader()) | StrOutputParser()
     """
