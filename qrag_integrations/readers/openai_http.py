@@ -8,14 +8,19 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Self
 
-from qrag_integrations.readers.base import ReaderError, ReaderUnavailable, first_line
+from qrag_integrations.readers.base import (
+    ReaderError,
+    ReaderUnavailable,
+    chat_messages,
+    first_line,
+)
 
 #: HTTP statuses worth another try: rate limited, or a server-side failure.
 RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 
 
 def chat_completions_url(base_url: str) -> str:
-    """``base_url`` + ``/chat/completions`` if it ends in ``/v1``, else + ``/v1/chat/completions``."""
+    """``base_url`` + ``/chat/completions`` if it ends in ``/v1``, else + ``/v1/chat/...``."""
     base = base_url.rstrip("/")
     return f"{base}/chat/completions" if base.endswith("/v1") else f"{base}/v1/chat/completions"
 
@@ -104,11 +109,9 @@ class OpenAICompatibleReader:
             return list(pool.map(self._answer, prompts))
 
     def _body(self, prompt: str) -> dict[str, Any]:
-        system = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
-        messages = [*system, {"role": "user", "content": prompt}]
         return {
             "model": self.model,
-            "messages": messages,
+            "messages": chat_messages(prompt, self.system_prompt),
             "temperature": 0,
             "max_tokens": self.max_tokens,
         }

@@ -9,7 +9,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from qrag_integrations.readers.base import ReaderError, ReaderUnavailable, first_line
+from qrag_integrations.readers.base import (
+    ReaderError,
+    ReaderUnavailable,
+    chat_messages,
+    first_line,
+)
 
 VLLM_INSTALL = 'pip install "qrag-integrations[vllm]"'
 """What installs the pinned vLLM (a GPU machine is needed to run it)."""
@@ -74,17 +79,13 @@ class VLLMReader:
         self.chat = chat
         self.system_prompt = system_prompt
 
-    def _conversation(self, prompt: str) -> list[dict[str, str]]:
-        system = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
-        return [*system, {"role": "user", "content": prompt}]
-
     def generate(self, prompts: Sequence[str]) -> list[str]:
         """One answer per prompt, in order (temperature 0, first line of each generation)."""
         if not prompts:
             return []
         try:
             if self.chat:
-                conversations = [self._conversation(p) for p in prompts]
+                conversations = [chat_messages(p, self.system_prompt) for p in prompts]
                 outputs = self._engine.chat(
                     conversations, sampling_params=self._params, use_tqdm=False
                 )
