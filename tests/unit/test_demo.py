@@ -14,7 +14,7 @@ def test_bundled_sample_is_consistent():
 
 
 def test_demo_runs_both_frameworks(tiny_bert_dir, capsys):
-    demo.main(["--checkpoint", str(tiny_bert_dir), "--k", "2"])
+    demo.main(["--checkpoint", str(tiny_bert_dir), "--k", "2", "--reader", "none"])
     out = capsys.readouterr().out
     assert "LangChain" in out and "LlamaIndex" in out
     assert out.count("step 1") == 2 and out.count("step 2") == 2  # one trace per framework

