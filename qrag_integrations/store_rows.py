@@ -1,0 +1,143 @@
+"""How chunks are laid out in a vector store (framework-free).
+
+Every point a Q-RAG ingest writes carries, beside its vector and text, a metadata dict holding
+the user's metadata and the reserved ``qrag_*`` keys below: the chunk id, its document id and
+order, the document's rank (documents are ranked in the order they were first written, as in
+:class:`~qrag_integrations.index.ChunkIndex`) and the fingerprint of the chunk encoder that made
+the vector. ``(doc_rank, order)`` is the document-order key positions are laid out over.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from qrag_integrations.errors import IndexMismatchError, QRAGError
+from qrag_integrations.index import Chunk
+
+KEY_ID, KEY_DOC_ID, KEY_ORDER, KEY_DOC_RANK, KEY_FINGERPRINT = (
+    "qrag_id", "qrag_doc_id", "qrag_order", "qrag_doc_rank", "qrag_fingerprint"
+)
+#: Metadata keys reserved for Q-RAG in stored points.
+RESERVED_KEYS = (KEY_ID, KEY_DOC_ID, KEY_ORDER, KEY_DOC_RANK, KEY_FINGERPRINT)
+
+
+@dataclass(frozen=True)
+class StoredRow:
+    """One chunk as it is written to a store."""
+
+    id: str
+    """Chunk id."""
+    text: str
+    """Chunk text."""
+    metadata: dict[str, Any]
+    """User metadata plus the reserved ``qrag_*`` keys."""
+
+
+def check_user_metadata(metadata: Mapping[str, Any]) -> None:
+    """Raise :class:`QRAGError` if user metadata uses a reserved ``qrag_*`` key."""
+    clash = sorted(set(metadata) & set(RESERVED_KEYS))
+    if clash:
+        raise QRAGError(f"metadata keys {clash} are reserved for Q-RAG in stores")
+
+
+def plan_rows(
+    texts: Sequence[str],
+    fingerprint: str,
+    doc_info: Callable[[str], tuple[int, int] | None],
+    next_doc_rank: int,
+    metadatas: Sequence[Mapping[str, Any] | None] | None = None,
+    ids: Sequence[str] | None = None,
+    doc_ids: Sequence[str] | None = None,
+    orders: Sequence[int] | None = None,
+) -> tuple[list[StoredRow], int]:
+    """The rows an ingest writes, with the document ranks and orders an index would give them.
+
+    Args:
+        texts: chunk texts.
+        fingerprint: the chunk encoder's fingerprint.
+        doc_info: ``(doc_rank, next order)`` of a document already in the store, or ``None``.
+        next_doc_rank: the rank the next new document gets.
+        metadatas: user metadata per chunk.
+        ids: chunk ids (default random).
+        doc_ids: document per chunk (default: one new document for the call).
+        orders: order inside the document (default: after the document's stored chunks).
+
+    Returns:
+        The rows and the next free document rank.
+    """
+    n = len(texts)
+    for name, seq in (("metadatas", metadatas), ("ids", ids), ("doc_ids", doc_ids), ("orders", orders)):
+        if seq is not None and len(seq) != n:
+            raise QRAGError(f"{name} has {len(seq)} entries for {n} texts")
+    ids = [str(i) for i in ids] if ids is not None else [uuid.uuid4().hex for _ in range(n)]
+    if len(set(ids)) != n:
+        raise QRAGError("ids must be unique")
+    doc_ids = [str(d) for d in doc_ids] if doc_ids is not None else [f"doc-{uuid.uuid4().hex}"] * n
+    ranks: dict[str, int] = {}
+    next_order: dict[str, int] = {}
+    for d in dict.fromkeys(doc_ids):
+        known = doc_info(d)
+        if known is None:
+            ranks[d], next_order[d], next_doc_rank = next_doc_rank, 0, next_doc_rank + 1
+        else:
+            ranks[d], next_order[d] = known
+    rows = []
+    for i, (text, d) in enumerate(zip(texts, doc_ids)):
+        meta = dict(metadatas[i] or {}) if metadatas is not None else {}
+        check_user_metadata(meta)
+        order = int(orders[i]) if orders is not None else next_order[d]
+        next_order[d] = max(next_order[d], order + 1)
+        meta.update({KEY_ID: ids[i], KEY_DOC_ID: d, KEY_ORDER: order, KEY_DOC_RANK: ranks[d], KEY_FINGERPRINT: fingerprint})
+        rows.append(StoredRow(ids[i], text, meta))
+    return rows, next_doc_rank
+
+
+def row_chunk(text: str, metadata: Mapping[str, Any], fingerprint: str, where: str) -> tuple[Chunk, tuple[int, int]]:
+    """The chunk and document-order key of a stored point, its encoder checked.
+
+    Raises:
+        IndexMismatchError: the point was not written by a Q-RAG ingest of this chunk encoder.
+    """
+    missing = [k for k in RESERVED_KEYS if k not in metadata]
+    if missing:
+        raise IndexMismatchError(
+            f"{where} holds a point without Q-RAG fields {missing}: write the store with the Q-RAG "
+            "ingest (it records document order and the chunk encoder)"
+        )
+    if metadata[KEY_FINGERPRINT] != fingerprint:
+        raise IndexMismatchError(
+            f"{where} holds vectors of another chunk encoder (fingerprint "
+            f"{str(metadata[KEY_FINGERPRINT])[:12]}..., this model's {fingerprint[:12]}...); re-ingest it with this model"
+        )
+    user = {k: v for k, v in metadata.items() if k not in RESERVED_KEYS}
+    chunk = Chunk(str(metadata[KEY_ID]), text, user, str(metadata[KEY_DOC_ID]), int(metadata[KEY_ORDER]))
+    return chunk, (int(metadata[KEY_DOC_RANK]), int(metadata[KEY_ORDER]))
+
+
+def check_dim(dim: int, expected: int, where: str) -> None:
+    """Refuse a store whose vectors are not ``expected``-dimensional."""
+    if dim != expected:
+        raise IndexMismatchError(
+            f"{where} holds {dim}-dimensional vectors but this model makes {expected}-dimensional ones; "
+            "it was not written with this checkpoint's chunk encoder"
+        )
+
+
+def ranks_in(sorted_keys: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """Ranks of ``keys`` ``(K, 2)`` among ``sorted_keys`` ``(N, 2)`` (lexicographically sorted)."""
+    if len(sorted_keys) == 0:
+        return np.zeros(len(keys), dtype=np.int64)
+    width = np.int64(max(int(sorted_keys[:, 1].max()), int(keys[:, 1].max()) if len(keys) else 0) + 1)
+    flat = sorted_keys[:, 0] * width + sorted_keys[:, 1]
+    return np.searchsorted(flat, keys[:, 0] * width + keys[:, 1], side="left").astype(np.int64)
+
+
+def sort_keys(keys: Sequence[tuple[int, int]]) -> np.ndarray:
+    """``(N, 2)`` int64 keys in lexicographic order."""
+    arr = np.asarray(list(keys), dtype=np.int64).reshape(-1, 2)
+    return arr[np.lexsort((arr[:, 1], arr[:, 0]))]
