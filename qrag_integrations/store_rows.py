@@ -10,20 +10,34 @@ the vector. ``(doc_rank, order)`` is the document-order key positions are laid o
 from __future__ import annotations
 
 import uuid
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from qrag_integrations.checkpoint import chunk_encoder_fingerprint
 from qrag_integrations.errors import IndexMismatchError, QRAGError
 from qrag_integrations.index import Chunk
+from qrag_integrations.model import QRAGModel
 
 KEY_ID, KEY_DOC_ID, KEY_ORDER, KEY_DOC_RANK, KEY_FINGERPRINT = (
     "qrag_id", "qrag_doc_id", "qrag_order", "qrag_doc_rank", "qrag_fingerprint"
 )
 #: Metadata keys reserved for Q-RAG in stored points.
 RESERVED_KEYS = (KEY_ID, KEY_DOC_ID, KEY_ORDER, KEY_DOC_RANK, KEY_FINGERPRINT)
+
+
+_FINGERPRINTS: weakref.WeakKeyDictionary[QRAGModel, str] = weakref.WeakKeyDictionary()
+
+
+def model_fingerprint(model: QRAGModel) -> str:
+    """The chunk encoder's fingerprint (hashed once per model object: a model must not be trained
+    further while stores use it)."""
+    if model not in _FINGERPRINTS:
+        _FINGERPRINTS[model] = chunk_encoder_fingerprint(model)
+    return _FINGERPRINTS[model]
 
 
 @dataclass(frozen=True)
