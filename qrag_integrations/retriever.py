@@ -239,6 +239,17 @@ class QRAGRetriever(LangChainFace, LlamaIndexFace):
         retriever.add_documents(docs, as_chunks=True)
         return retriever
 
+    @classmethod
+    def from_store(cls, store: Any, checkpoint: str | None = None, k: int = 4, **kwargs: Any) -> QRAGRetriever:
+        """Search a vector store in place (nothing copied): a ``QdrantClient`` with
+        ``collection_name=``, a langchain-qdrant / llama-index ``QdrantVectorStore``, a LangChain
+        ``InMemoryVectorStore`` built with ``QRAGEmbeddings`` or a LlamaIndex ``SimpleVectorStore``;
+        ``candidates_per_step`` and the rest as :class:`~qrag_integrations.store_retriever.QRAGStoreRetriever`.
+        """
+        from qrag_integrations.store_retriever import QRAGStoreRetriever
+
+        return QRAGStoreRetriever(store=store, checkpoint=checkpoint, k=k, **kwargs)
+
     # -- corpus management ----------------------------------------------------------------------
     @property
     def model(self) -> QRAGModel:
@@ -350,12 +361,10 @@ class QRAGRetriever(LangChainFace, LlamaIndexFace):
         validation.check_k(k)
         stop_threshold = self.stop_threshold if stop_threshold is None else stop_threshold
         validation.check_stop_threshold(stop_threshold)
-        return self._searcher.search(
-            list(queries),
-            k=k,
-            stop_threshold=stop_threshold,
-            filter=self.filter if filter is None else filter,
-        )
+        return self._run_search(list(queries), k, stop_threshold, self.filter if filter is None else filter)
+
+    def _run_search(self, queries: list[str], k: int, stop_threshold: float | None, filter: Any) -> list[list[Hit]]:
+        return self._searcher.search(queries, k=k, stop_threshold=stop_threshold, filter=filter)
 
     def get_prompts(self) -> dict[str, Any]:  # type: ignore[override]
         """LlamaIndex's (empty) prompt dict: both frameworks define ``get_prompts``."""

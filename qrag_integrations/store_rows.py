@@ -13,10 +13,11 @@ import uuid
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
+from qrag_integrations import validation
 from qrag_integrations.checkpoint import chunk_encoder_fingerprint
 from qrag_integrations.errors import IndexMismatchError, QRAGError
 from qrag_integrations.index import Chunk
@@ -111,6 +112,58 @@ def plan_rows(
     return rows, next_doc_rank
 
 
+class StoreWriter(Protocol):
+    """What :func:`ingest` needs from a store (each store adapter implements it)."""
+
+    def doc_info(self, doc_id: str) -> tuple[int, int] | None:
+        """``(doc_rank, next order)`` of a stored document, or ``None``."""
+
+    def next_doc_rank(self) -> int:
+        """Rank the next new document gets."""
+
+    def existing(self, ids: Sequence[str]) -> list[str]:
+        """Those of ``ids`` already in the store."""
+
+    def write(self, rows: list[StoredRow], model: QRAGModel, batch_size: int, next_doc_rank: int) -> None:
+        """Embed the rows with the chunk encoder and write them through the store's own API."""
+
+
+def ingest(
+    writer: StoreWriter,
+    model: QRAGModel,
+    texts: Sequence[str],
+    metadatas: Sequence[Mapping[str, Any] | None] | None = None,
+    ids: Sequence[str] | None = None,
+    doc_ids: Sequence[str] | None = None,
+    orders: Sequence[int] | None = None,
+    batch_size: int = 64,
+) -> list[str]:
+    """Embed chunks with ``model``'s chunk encoder and write them to a store, with their
+    document-order fields and the encoder's fingerprint (arguments as :func:`plan_rows`).
+
+    Returns:
+        The chunk ids.
+
+    Raises:
+        QRAGError: bad texts or metadata, an id already in the store; nothing is written.
+    """
+    texts = validation.check_texts(texts)
+    for i, text in enumerate(texts):
+        validation.check_unicode(text, f"text {i}")
+    if ids is not None:
+        ids = validation.check_chunk_ids(ids)
+    if metadatas is not None and any(m is not None and not isinstance(m, Mapping) for m in metadatas):
+        raise QRAGError("metadata must be a dict per text")
+    rows, next_rank = plan_rows(texts, model_fingerprint(model), writer.doc_info, writer.next_doc_rank(),
+                                metadatas, ids, doc_ids, orders)
+    clash = writer.existing([r.id for r in rows])
+    if clash:
+        raise QRAGError(f"ids already in the store: {clash[:5]} (delete them first)")
+    if rows:
+        writer.write(rows, model, batch_size, next_rank)
+    return [r.id for r in rows]
+
+
 def row_chunk(text: str, metadata: Mapping[str, Any], fingerprint: str, where: str) -> tuple[Chunk, tuple[int, int]]:
     """The chunk and document-order key of a stored point, its encoder checked.
 
@@ -142,16 +195,24 @@ def check_dim(dim: int, expected: int, where: str) -> None:
         )
 
 
-def ranks_in(sorted_keys: np.ndarray, keys: np.ndarray) -> np.ndarray:
-    """Ranks of ``keys`` ``(K, 2)`` among ``sorted_keys`` ``(N, 2)`` (lexicographically sorted)."""
-    if len(sorted_keys) == 0:
-        return np.zeros(len(keys), dtype=np.int64)
-    width = np.int64(max(int(sorted_keys[:, 1].max()), int(keys[:, 1].max()) if len(keys) else 0) + 1)
-    flat = sorted_keys[:, 0] * width + sorted_keys[:, 1]
-    return np.searchsorted(flat, keys[:, 0] * width + keys[:, 1], side="left").astype(np.int64)
+class SortedKeys:
+    """A :class:`~qrag_integrations.store_search.StoreLayout` from all the matching chunks' keys."""
 
+    def __init__(self, keys: Sequence[tuple[int, int]] | np.ndarray) -> None:
+        """Sort ``keys`` ``(doc_rank, order)`` of every chunk the search covers."""
+        arr = np.asarray(keys, dtype=np.int64).reshape(-1, 2)
+        self.keys = arr[np.lexsort((arr[:, 1], arr[:, 0]))]
 
-def sort_keys(keys: Sequence[tuple[int, int]]) -> np.ndarray:
-    """``(N, 2)`` int64 keys in lexicographic order."""
-    arr = np.asarray(list(keys), dtype=np.int64).reshape(-1, 2)
-    return arr[np.lexsort((arr[:, 1], arr[:, 0]))]
+    @property
+    def n(self) -> int:
+        """Number of chunks."""
+        return len(self.keys)
+
+    def ranks(self, keys: np.ndarray) -> np.ndarray:
+        """How many of the chunks sort before each of ``keys`` ``(K, 2)``."""
+        keys = np.asarray(keys, dtype=np.int64).reshape(-1, 2)
+        if self.n == 0 or len(keys) == 0:
+            return np.zeros(len(keys), dtype=np.int64)
+        width = np.int64(max(int(self.keys[:, 1].max()), int(keys[:, 1].max())) + 1)
+        flat = self.keys[:, 0] * width + self.keys[:, 1]
+        return np.searchsorted(flat, keys[:, 0] * width + keys[:, 1], side="left").astype(np.int64)

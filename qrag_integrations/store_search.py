@@ -38,21 +38,30 @@ class StoreCandidates:
     """``(K, 2)`` int64 document-order keys ``(doc_rank, order)``."""
 
 
+class StoreLayout(Protocol):
+    """Document order of the chunks one search covers (those a filter matched)."""
+
+    @property
+    def n(self) -> int:
+        """Number of chunks (positions are laid out over them)."""
+
+    def ranks(self, keys: np.ndarray) -> np.ndarray:
+        """Document-order ranks of ``keys`` ``(K, 2)``: how many of the chunks sort before each."""
+
+
 class CandidateSource(Protocol):
-    """A store of chunk vectors the store-backed search reads (see :mod:`qrag_integrations.stores`)."""
+    """A store of chunk vectors the store-backed search reads (Qdrant, LangChain and LlamaIndex
+    stores: :mod:`qrag_integrations.store_qdrant`, :mod:`qrag_integrations.store_frameworks`)."""
 
     @property
     def embedding_dim(self) -> int:
         """Size of the stored vectors."""
 
-    def count(self, filter: Any) -> int:
-        """Number of stored chunks matching ``filter`` (``None``: all)."""
+    def layout(self, filter: Any) -> StoreLayout:
+        """The document order of the chunks matching ``filter`` (``None``: all), for one search."""
 
     def candidates(self, vector: np.ndarray, k: int, filter: Any) -> StoreCandidates:
         """The ``k`` matching chunks the store ranks nearest ``vector`` (fewer if fewer match)."""
-
-    def ranks(self, keys: np.ndarray, filter: Any) -> np.ndarray:
-        """Document-order ranks of ``keys`` ``(K, 2)``: how many matching chunks sort before each."""
 
 
 @dataclass
@@ -78,9 +87,9 @@ class _StoreSet:
     """One question's view of the store: the :class:`~qrag_integrations.search.CandidateSet` the
     search loop drives."""
 
-    def __init__(self, owner: StoreSearcher, filter: Any) -> None:
-        self.owner, self.filter = owner, filter
-        self.n = owner.source.count(filter)
+    def __init__(self, owner: StoreSearcher, filter: Any, layout: StoreLayout) -> None:
+        self.owner, self.filter, self.layout = owner, filter, layout
+        self.n = layout.n
         self._picked: dict[int, Chunk] = {}
 
     def chunk(self, rank: int) -> Chunk:
@@ -97,7 +106,7 @@ class _StoreSet:
         taken = {self._picked[r].id for r in picked}
         keep = [i for i, c in enumerate(got.chunks) if c.id not in taken]
         chunks = [got.chunks[i] for i in keep]
-        ranks = owner.source.ranks(got.keys[keep].reshape(-1, 2), self.filter)
+        ranks = self.layout.ranks(got.keys[keep].reshape(-1, 2))
         vectors = torch.from_numpy(np.ascontiguousarray(got.vectors[keep], dtype=np.float32)).to(owner.model.device)
         q, positions = score_at_positions(owner.model, state, vectors, ranks, self.n, picked)
         return chunks, ranks, q.cpu(), positions
@@ -161,7 +170,8 @@ class StoreSearcher:
         ``filter`` is passed to the source: a ``{"key": value or [values]}`` mapping, or the
         store's own filter object. The store must not change during a search.
         """
-        sets = [_StoreSet(self, filter) for _ in queries]
+        layout = self.source.layout(filter)  # one filter for all questions: one layout
+        sets = [_StoreSet(self, filter, layout) for _ in queries]
         return self._searcher.search_sets(queries, sets, k, stop_threshold)
 
     def _count(self, candidates: int, exact_found: bool | None) -> None:

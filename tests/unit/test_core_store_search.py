@@ -10,6 +10,7 @@ from test_core_search import MODES, QUERIES, N, as_tuples, assert_same, brute_fo
 from qrag_integrations.errors import IndexMismatchError, QRAGError
 from qrag_integrations.index import ChunkIndex
 from qrag_integrations.search import MultiStepSearcher
+from qrag_integrations.store_rows import SortedKeys
 from qrag_integrations.store_search import StoreCandidates, StoreSearcher
 
 
@@ -26,8 +27,9 @@ class IndexSource:
         rows = self.snap.rows_matching(filter)
         return np.arange(len(self.snap)) if rows is None else rows
 
-    def count(self, filter) -> int:
-        return len(self._rows(filter))
+    def layout(self, filter) -> SortedKeys:
+        rows = self._rows(filter)
+        return SortedKeys(np.stack([np.zeros_like(rows), rows], axis=1))
 
     def candidates(self, vector: np.ndarray, k: int, filter) -> StoreCandidates:
         self.asked.append(k)
@@ -36,9 +38,6 @@ class IndexSource:
         top = rows[np.argsort(-(emb @ vector), kind="stable")[:k]]
         keys = np.stack([np.zeros_like(top), top], axis=1)
         return StoreCandidates([self.snap.chunks[r] for r in top], self.snap.embeddings[top].float().numpy(), keys)
-
-    def ranks(self, keys: np.ndarray, filter) -> np.ndarray:
-        return np.searchsorted(self._rows(filter), keys[:, 1])
 
 
 @pytest.mark.parametrize("mode", list(MODES))
