@@ -106,15 +106,9 @@ class QRAGRetriever(LangChainFace, LlamaIndexFace):
     _searcher: MultiStepSearcher = PrivateAttr()
 
     def __init__(
-        self,
-        *,
-        texts: Sequence[str] | None = None,
-        metadatas: Sequence[dict[str, Any]] | None = None,
-        ids: Sequence[str] | None = None,
-        model: QRAGModel | None = None,
-        index: ChunkIndex | None = None,
-        callback_manager: Any = None,
-        **data: Any,
+        self, *, texts: Sequence[str] | None = None, metadatas: Sequence[dict[str, Any]] | None = None,
+        ids: Sequence[str] | None = None, model: QRAGModel | None = None, index: ChunkIndex | None = None,
+        callback_manager: Any = None, **data: Any,
     ) -> None:
         """Build a retriever; prefer the ``from_*`` constructors.
 
@@ -241,11 +235,8 @@ class QRAGRetriever(LangChainFace, LlamaIndexFace):
 
     @classmethod
     def from_store(cls, store: Any, checkpoint: str | None = None, k: int = 4, **kwargs: Any) -> QRAGRetriever:
-        """Search a vector store in place (nothing copied): a ``QdrantClient`` with
-        ``collection_name=``, a langchain-qdrant / llama-index ``QdrantVectorStore``, a LangChain
-        ``InMemoryVectorStore`` built with ``QRAGEmbeddings`` or a LlamaIndex ``SimpleVectorStore``;
-        ``candidates_per_step`` and the rest as :class:`~qrag_integrations.store_retriever.QRAGStoreRetriever`.
-        """
+        """Search a vector store in place, nothing copied (stores, ``collection_name``,
+        ``candidates_per_step``: :class:`~qrag_integrations.store_retriever.QRAGStoreRetriever`)."""
         from qrag_integrations.store_retriever import QRAGStoreRetriever
 
         return QRAGStoreRetriever(store=store, checkpoint=checkpoint, k=k, **kwargs)
