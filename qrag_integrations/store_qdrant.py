@@ -231,6 +231,13 @@ class QdrantSource:
     def write(self, rows: list[StoredRow], model: QRAGModel, batch_size: int, next_doc_rank: int) -> None:
         """Embed with the chunk encoder and upsert, then record the next document rank."""
         vectors = model.embed_chunks([r.text for r in rows], batch_size=batch_size).float().cpu().numpy()
+        self.write_vectors(rows, vectors, next_doc_rank)
+
+    def write_vectors(self, rows: list[StoredRow], vectors: np.ndarray, next_doc_rank: int) -> None:
+        """Upsert rows (from :func:`~qrag_integrations.store_rows.plan_rows`) with vectors already
+        made by this model's chunk encoder (e.g. read from a cache; nothing checks them)."""
+        if vectors.shape != (len(rows), self.embedding_dim):
+            raise QRAGError(f"expected vectors of shape ({len(rows)}, {self.embedding_dim}), got {vectors.shape}")
         for start in range(0, len(rows), _PAGE):
             self.client.upsert(
                 self.collection_name,
