@@ -56,8 +56,8 @@ def test_few_candidates_exact_whenever_the_arg_max_is_among_them(make_model, mod
     """Per question: if every step's candidates held the exact arg-max the search is the exact
     one; small candidate counts miss at least once (and then may pick otherwise)."""
     model, index = make_model(mode), random_index()
-    missed = 0
-    for cps in (1, 2, 4, N):
+    missed = exact_with_few = 0
+    for cps in (1, 2, 4, 8, N):
         for query in QUERIES:
             searcher = StoreSearcher(model, IndexSource(index), candidates_per_step=cps, check_exact=True)
             hits = searcher.search([query], k=5)[0]
@@ -65,10 +65,11 @@ def test_few_candidates_exact_whenever_the_arg_max_is_among_them(make_model, mod
             assert stats.steps == stats.exact_checked == 5
             if stats.exact_in_candidates == stats.exact_checked:
                 assert_same(as_tuples(hits), brute_force(model, index, query, 5))
+                exact_with_few += cps < N
             else:
                 missed += 1
                 assert cps < N
-    assert missed > 0
+    assert missed > 0 and exact_with_few > 0
 
 
 def test_asks_candidates_per_step_plus_picks(make_model) -> None:
