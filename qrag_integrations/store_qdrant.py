@@ -36,6 +36,11 @@ from qrag_integrations.store_search import StoreCandidates
 CONTENT, METADATA = "page_content", "metadata"
 #: Collection metadata keys.
 META_FINGERPRINT, META_DIM, META_NEXT_DOC_RANK = "qrag_fingerprint", "qrag_embedding_dim", "qrag_next_doc_rank"
+#: Collection metadata key counting Q-RAG writes and deletes (a cached document order is reused
+#: while it and the point count are unchanged).
+META_GENERATION = "qrag_generation"
+#: Filters whose document order a source keeps.
+_CACHED_LAYOUTS = 8
 _ID_NAMESPACE = uuid.UUID("5b0f8a52-53c4-4f59-9a43-1f3f0c1ad0a1")
 _PAGE = 1024
 
@@ -108,6 +113,7 @@ class QdrantSource:
         self.embedding_dim = model.embedding_dim
         self.fingerprint = model_fingerprint(model)
         self._where = f"Qdrant collection {collection_name!r}"
+        self._layouts: dict[str, tuple[tuple[int, int], SortedKeys]] = {}
         if not client.collection_exists(collection_name):
             if not create:
                 raise QRAGError(f"{self._where} does not exist")
@@ -186,14 +192,27 @@ class QdrantSource:
                 return out
 
     def layout(self, filter: Any) -> SortedKeys | _CountLayout:
-        """Document order of the matching chunks (see ``rank_by``)."""
+        """Document order of the matching chunks (see ``rank_by``). A scrolled order is kept per
+        filter and reused while the collection's point count and Q-RAG write generation are
+        unchanged (writes that bypass the Q-RAG ingest and keep the count are not seen)."""
         native = qdrant_filter(filter)
         n = self.count(filter)
         if self.rank_by == "count" or (self.rank_by == "auto" and n > 100_000):
             return _CountLayout(self, native, n)
+        stamp = (int(self._metadata().get(META_GENERATION, 0)), self.count(None))
+        key = "" if native is None else native.model_dump_json()
+        cached = self._layouts.get(key)
+        if cached is not None and cached[0] == stamp and cached[1].n == n:
+            return cached[1]
         points = self._scroll(native, [_field(KEY_DOC_RANK), _field(KEY_ORDER)])
         meta = [(p.payload or {}).get(METADATA) or {} for p in points]
-        return SortedKeys([(int(m[KEY_DOC_RANK]), int(m[KEY_ORDER])) for m in meta])
+        if any(KEY_DOC_RANK not in m or KEY_ORDER not in m for m in meta):
+            raise IndexMismatchError(f"{self._where} holds points without Q-RAG order fields (written outside the Q-RAG ingest)")
+        layout = SortedKeys([(int(m[KEY_DOC_RANK]), int(m[KEY_ORDER])) for m in meta])
+        if len(self._layouts) >= _CACHED_LAYOUTS:
+            self._layouts.pop(next(iter(self._layouts)))
+        self._layouts[key] = (stamp, layout)
+        return layout
 
     def get(self, ids: Sequence[str]) -> list[Chunk]:
         """Chunks by id (unknown ids skipped), in the given order."""
@@ -206,6 +225,7 @@ class QdrantSource:
         found = self.existing(ids)
         if found:
             self.client.delete(self.collection_name, models.PointIdsList(points=[point_id(i) for i in found]), wait=True)
+            self._bump({})
         return len(found)
 
     # -- writing (StoreWriter) ------------------------------------------------------------------
@@ -247,7 +267,12 @@ class QdrantSource:
                 ],
                 wait=True,
             )
-        self.client.update_collection(self.collection_name, metadata={META_NEXT_DOC_RANK: next_doc_rank})
+        self._bump({META_NEXT_DOC_RANK: next_doc_rank})
+
+    def _bump(self, metadata: dict[str, Any]) -> None:
+        """Record a write: one more generation, plus ``metadata``."""
+        generation = int(self._metadata().get(META_GENERATION, 0)) + 1
+        self.client.update_collection(self.collection_name, metadata={**metadata, META_GENERATION: generation})
 
 
 class _CountLayout:

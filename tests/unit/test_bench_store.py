@@ -25,4 +25,4 @@ def test_tiny_store_benchmark_run(tiny_bert_dir: Path, tmp_path: Path) -> None:
     assert covering["same_picks"] == covering["recall_exact"] == covering["exact_rate"] == 1.0
     assert covering["em@facts"] == cell["exact"]["em@facts"]
     assert 0.0 <= narrow["exact_rate"] <= 1.0 and 0.0 <= narrow["recall_exact"] <= 1.0
-    assert all(r["seconds_mean"] > 0 for r in (covering, narrow, cell["exact"]))
+    assert all(r["seconds_mean"] > 0 for r in (covering, narrow, cell["exact"])) and cell["layout_seconds_mean"] > 0

@@ -185,3 +185,20 @@ def test_sorted_keys_ranks_match_a_plain_count() -> None:
     want = [sum(tuple(k) < tuple(p) for k in keys.tolist()) for p in probe.tolist()]
     assert layout.ranks(probe).tolist() == want
     assert layout.n == len(keys)
+
+
+def test_qdrant_document_order_is_reused_until_the_collection_changes(model: QRAGModel) -> None:
+    source = open_source("qdrant", model)
+    fill(source, model)
+    first = source.layout({"kind": "odd"})
+    assert source.layout({"kind": "odd"}) is first and source.layout(None) is not first
+    ingest(source, model, ["mary went to the office"], [{"kind": "odd"}], ["late"], ["notes"])
+    grown = source.layout({"kind": "odd"})
+    assert grown is not first and grown.n == first.n + 1
+    # odd chunks: story (0, 1/3/5/7), notes (1, 1/3), then the new notes chunk (1, 4), extra (2, 1)
+    assert grown.ranks(np.array([[1, 4]])).tolist() == [6]
+    source.delete(["late"])
+    assert source.layout({"kind": "odd"}).n == first.n
+    source.client.upsert("facts", [models.PointStruct(id=7, vector=[0.1] * 32, payload={"page_content": "x", "metadata": {"kind": "odd"}})])
+    with pytest.raises(IndexMismatchError, match="without Q-RAG order fields"):
+        source.layout({"kind": "odd"})
