@@ -106,15 +106,9 @@ class QRAGRetriever(LangChainFace, LlamaIndexFace):
     _searcher: MultiStepSearcher = PrivateAttr()
 
     def __init__(
-        self,
-        *,
-        texts: Sequence[str] | None = None,
-        metadatas: Sequence[dict[str, Any]] | None = None,
-        ids: Sequence[str] | None = None,
-        model: QRAGModel | None = None,
-        index: ChunkIndex | None = None,
-        callback_manager: Any = None,
-        **data: Any,
+        self, *, texts: Sequence[str] | None = None, metadatas: Sequence[dict[str, Any]] | None = None,
+        ids: Sequence[str] | None = None, model: QRAGModel | None = None, index: ChunkIndex | None = None,
+        callback_manager: Any = None, **data: Any,
     ) -> None:
         """Build a retriever; prefer the ``from_*`` constructors.
 
@@ -239,6 +233,14 @@ class QRAGRetriever(LangChainFace, LlamaIndexFace):
         retriever.add_documents(docs, as_chunks=True)
         return retriever
 
+    @classmethod
+    def from_store(cls, store: Any, checkpoint: str | None = None, k: int = 4, **kwargs: Any) -> QRAGRetriever:
+        """Search a vector store in place, nothing copied (stores, ``collection_name``,
+        ``candidates_per_step``: :class:`~qrag_integrations.store_retriever.QRAGStoreRetriever`)."""
+        from qrag_integrations.store_retriever import QRAGStoreRetriever
+
+        return QRAGStoreRetriever(store=store, checkpoint=checkpoint, k=k, **kwargs)
+
     # -- corpus management ----------------------------------------------------------------------
     @property
     def model(self) -> QRAGModel:
@@ -350,12 +352,10 @@ class QRAGRetriever(LangChainFace, LlamaIndexFace):
         validation.check_k(k)
         stop_threshold = self.stop_threshold if stop_threshold is None else stop_threshold
         validation.check_stop_threshold(stop_threshold)
-        return self._searcher.search(
-            list(queries),
-            k=k,
-            stop_threshold=stop_threshold,
-            filter=self.filter if filter is None else filter,
-        )
+        return self._run_search(list(queries), k, stop_threshold, self.filter if filter is None else filter)
+
+    def _run_search(self, queries: list[str], k: int, stop_threshold: float | None, filter: Any) -> list[list[Hit]]:
+        return self._searcher.search(queries, k=k, stop_threshold=stop_threshold, filter=filter)
 
     def get_prompts(self) -> dict[str, Any]:  # type: ignore[override]
         """LlamaIndex's (empty) prompt dict: both frameworks define ``get_prompts``."""

@@ -14,7 +14,7 @@ import warnings
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import torch
@@ -82,6 +82,21 @@ def _scan_run_cpu(emb: torch.Tensor, lo: int, hi: int, vec: torch.Tensor, taken:
     return -1, -float("inf")
 
 
+class CandidateSet(Protocol):
+    """The chunks one question searches, as the search loop sees them: how many there are, the
+    chunk at a document-order rank, and the best unpicked one for a state."""
+
+    @property
+    def n(self) -> int:
+        """Number of chunks searched (positions are laid out over them)."""
+
+    def chunk(self, rank: int) -> Chunk:
+        """The chunk at this document-order rank (at least every picked one)."""
+
+    def best(self, searcher: MultiStepSearcher, state: torch.Tensor, picked: list[int]) -> tuple[int, float, int]:
+        """``(rank, Q-value, position)`` of the pick for ``state`` given the ranks ``picked``."""
+
+
 @dataclass(frozen=True)
 class _Candidates:
     """The chunks one question searches: a snapshot's rows (all, or those a filter matched)."""
@@ -104,6 +119,36 @@ class _Candidates:
 
     def chunk(self, rank: int) -> Chunk:
         return self.snap.chunks[rank if self.rows is None else int(self.rows[rank])]
+
+    def best(self, searcher: MultiStepSearcher, state: torch.Tensor, picked: list[int]) -> tuple[int, float, int]:
+        """The exact arg-max ``(rank, Q, position)`` over every unpicked candidate."""
+        return searcher._best_one(self.emb, state, picked, self.n)
+
+
+def score_at_positions(
+    model: QRAGModel, state: torch.Tensor, vectors: torch.Tensor, ranks: np.ndarray, n: int, picked: Sequence[int]
+) -> tuple[torch.Tensor, np.ndarray]:
+    """Exact Q-values of some chunks, given their document-order ranks among ``n`` chunks.
+
+    The chunks get the positions the full layout would give them (around the picks at ranks
+    ``picked``) and are scored ``Q1 + Q2`` against one (anchored) state. Both candidate paths
+    (FAISS pre-selection, store-backed candidates) score with this.
+
+    Args:
+        model: the Q-RAG model (position mode, RoPE).
+        state: ``(D,)`` state embedding.
+        vectors: ``(K, D)`` unrotated chunk embeddings.
+        ranks: ``(K,)`` their ranks in document order among the ``n`` searched chunks.
+        n: number of searched chunks (positions are laid out over them).
+        picked: ranks of the chunks picked so far.
+
+    Returns:
+        ``(Q-values (K,), positions (K,))``.
+    """
+    cfg = model.config
+    positions = positions_at(cfg.position_mode, ranks, n, picked, cfg.relative_step, cfg.relative_span)
+    pos_t = torch.from_numpy(positions).to(vectors.device)
+    return model.rotate_chunks(vectors.float(), pos_t) @ state.to(vectors.device).float(), positions
 
 
 class MultiStepSearcher:
@@ -180,11 +225,21 @@ class MultiStepSearcher:
         candidates = [_Candidates.of(index.snapshot(), None) for index in indexes]
         return self._run(queries, candidates, k, stop_threshold, shared=False, use_faiss=False)
 
+    def search_sets(
+        self, queries: Sequence[str], sets: Sequence[CandidateSet], k: int, stop_threshold: float | None = None
+    ) -> list[list[Hit]]:
+        """Search each question over its own :class:`CandidateSet` (e.g. a vector store's
+        candidates, :mod:`qrag_integrations.store_search`): the loop, state texts, anchoring and
+        stop rule of :meth:`search`, with the set choosing each pick; ``self.index`` is not used."""
+        if len(sets) != len(queries):
+            raise QRAGError(f"got {len(queries)} queries but {len(sets)} candidate sets")
+        return self._run(queries, sets, k, stop_threshold, shared=False, use_faiss=False)
+
     # -- the search loop ----------------------------------------------------------------------
     def _run(
         self,
         queries: Sequence[str],
-        candidates: Sequence[_Candidates],
+        candidates: Sequence[CandidateSet],
         k: int,
         stop_threshold: float | None,
         shared: bool,
@@ -216,10 +271,7 @@ class MultiStepSearcher:
             elif step == 1 and shared:
                 best = self._best_shared_layout(candidates[0].emb, states, candidates[0].n)
             else:
-                best = [
-                    self._best_one(candidates[b].emb, states[i], picked[b], candidates[b].n)
-                    for i, b in enumerate(active)
-                ]
+                best = [candidates[b].best(self, states[i], picked[b]) for i, b in enumerate(active)]
             still = []
             for (rank, q, pos), b in zip(best, active):
                 if stop_threshold is not None and q < stop_threshold:
@@ -231,12 +283,8 @@ class MultiStepSearcher:
         return results
 
     # -- helpers ------------------------------------------------------------------------------
-    def _state_text(self, query: str, candidates: _Candidates, picked: list[int]) -> str:
+    def _state_text(self, query: str, candidates: CandidateSet, picked: list[int]) -> str:
         return self.model.state_text(query, [candidates.chunk(r).text for r in picked], picked_order=picked)
-
-    def _positions(self, ranks: np.ndarray, n: int, picked: list[int]) -> np.ndarray:
-        cfg = self.model.config
-        return positions_at(cfg.position_mode, ranks, n, picked, cfg.relative_step, cfg.relative_span)
 
     def _runs(self, n: int, picked: list[int]) -> list[tuple[int, int, int]] | None:
         cfg = self.model.config
@@ -320,10 +368,8 @@ class MultiStepSearcher:
         cand = np.array([c for c in cand[0] if c >= 0 and c not in taken], dtype=np.int64)
         if cand.size == 0:
             return self._best_one(snap.embeddings, state, picked, n)
-        positions = self._positions(cand, n, picked)
-        sub = snap.embeddings[torch.from_numpy(cand).to(snap.embeddings.device)].float()
-        pos_t = torch.from_numpy(positions).to(sub.device)
-        scores = self.model.rotate_chunks(sub, pos_t) @ state
+        sub = snap.embeddings[torch.from_numpy(cand).to(snap.embeddings.device)]
+        scores, positions = score_at_positions(self.model, state, sub, cand, n, picked)
         i = int(scores.argmax())
         return int(cand[i]), float(scores[i]), int(positions[i])
 

@@ -12,7 +12,7 @@ FRAMEWORKS = ("langchain", "langchain_core", "llama_index")
 def frameworks():
     return sorted({m.split(".")[0] for m in sys.modules} & set(FRAMEWORKS))
 import qrag_integrations, qrag_integrations.model, qrag_integrations.checkpoint
-import qrag_integrations.search, qrag_integrations.index
+import qrag_integrations.search, qrag_integrations.index, qrag_integrations.store_search, qrag_integrations.store_rows
 import qrag_integrations.persistence, qrag_integrations.validation
 from qrag_integrations import QRAGModel, load_model, __version__
 import qrag_training.train, qrag_training.evaluate

@@ -1,0 +1,109 @@
+"""StoreSearcher (store-backed candidates, exact re-scoring) against the brute-force per-step loop."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from test_core_search import MODES, QUERIES, N, as_tuples, assert_same, brute_force, make_model, random_index  # noqa: F401 (fixture)
+
+from qrag_integrations.errors import IndexMismatchError, QRAGError
+from qrag_integrations.index import ChunkIndex
+from qrag_integrations.search import MultiStepSearcher
+from qrag_integrations.store_rows import SortedKeys
+from qrag_integrations.store_search import StoreCandidates, StoreSearcher
+
+
+class IndexSource:
+    """A :class:`CandidateSource` over a ChunkIndex: candidates by unrotated inner product, key =
+    (0, row in document order); counts every call."""
+
+    def __init__(self, index: ChunkIndex) -> None:
+        self.snap = index.snapshot()
+        self.embedding_dim = index.embedding_dim
+        self.asked: list[int] = []
+
+    def _rows(self, filter) -> np.ndarray:
+        rows = self.snap.rows_matching(filter)
+        return np.arange(len(self.snap)) if rows is None else rows
+
+    def layout(self, filter) -> SortedKeys:
+        rows = self._rows(filter)
+        return SortedKeys(np.stack([np.zeros_like(rows), rows], axis=1))
+
+    def candidates(self, vector: np.ndarray, k: int, filter) -> StoreCandidates:
+        self.asked.append(k)
+        rows = self._rows(filter)
+        emb = self.snap.embeddings[torch.from_numpy(rows)].float().numpy()
+        top = rows[np.argsort(-(emb @ vector), kind="stable")[:k]]
+        keys = np.stack([np.zeros_like(top), top], axis=1)
+        return StoreCandidates([self.snap.chunks[r] for r in top], self.snap.embeddings[top].float().numpy(), keys)
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_full_candidates_match_brute_force(make_model, mode: str) -> None:
+    model, index = make_model(mode), random_index()
+    searcher = StoreSearcher(model, IndexSource(index), candidates_per_step=N, check_exact=True)
+    results = searcher.search(QUERIES, k=6)
+    for query, hits in zip(QUERIES, results):
+        assert_same(as_tuples(hits), brute_force(model, index, query, 6))
+    assert searcher.stats.steps == searcher.stats.exact_checked == 6 * len(QUERIES)
+    assert searcher.stats.exact_rate == 1.0
+
+
+@pytest.mark.parametrize("mode", ["relative", "absolute", "relative-anchored"])
+def test_few_candidates_exact_whenever_the_arg_max_is_among_them(make_model, mode: str) -> None:
+    """Per question: if every step's candidates held the exact arg-max the search is the exact
+    one; small candidate counts miss at least once (and then may pick otherwise)."""
+    model, index = make_model(mode), random_index()
+    missed = exact_with_few = 0
+    for cps in (1, 2, 4, 8, N):
+        for query in QUERIES:
+            searcher = StoreSearcher(model, IndexSource(index), candidates_per_step=cps, check_exact=True)
+            hits = searcher.search([query], k=5)[0]
+            stats = searcher.stats
+            assert stats.steps == stats.exact_checked == 5
+            if stats.exact_in_candidates == stats.exact_checked:
+                assert_same(as_tuples(hits), brute_force(model, index, query, 5))
+                exact_with_few += cps < N
+            else:
+                missed += 1
+                assert cps < N
+    assert missed > 0 and exact_with_few > 0
+
+
+def test_asks_candidates_per_step_plus_picks(make_model) -> None:
+    model, index = make_model("relative"), random_index()
+    source = IndexSource(index)
+    StoreSearcher(model, source, candidates_per_step=3).search(QUERIES[:1], k=4)
+    assert source.asked == [3, 4, 5, 6]
+
+
+def test_filter_is_passed_through_and_matches_filtered_exact_search(make_model) -> None:
+    model, index = make_model("relative-step4"), random_index()
+    rows = [i for i in range(N) if i % 3]
+    hits = StoreSearcher(model, IndexSource(index), candidates_per_step=N).search(QUERIES, k=4, filter={"doc": "A"})
+    exact = MultiStepSearcher(model, index).search(QUERIES, k=4, filter={"doc": "A"})
+    for query, got, want in zip(QUERIES, hits, exact):
+        assert_same(as_tuples(got), brute_force(model, index, query, 4, rows=rows))
+        assert_same(as_tuples(got), as_tuples(want))
+        assert all(h.chunk.metadata["doc"] == "A" for h in got)
+
+
+def test_stop_threshold_and_k_beyond_store(make_model) -> None:
+    model, index = make_model("relative"), random_index(n=5)
+    searcher = StoreSearcher(model, IndexSource(index), candidates_per_step=2)
+    assert sorted(h.chunk.id for h in searcher.search(QUERIES[:1], k=50)[0]) == [f"c{i}" for i in range(5)]
+    exact = brute_force(model, index, QUERIES[0], 5)
+    threshold = (exact[1][2] + exact[2][2]) / 2 if exact[1][2] > exact[2][2] else exact[0][2] + 1.0
+    full = StoreSearcher(model, IndexSource(index), candidates_per_step=5)
+    assert_same(as_tuples(full.search(QUERIES[:1], k=5, stop_threshold=threshold)[0]),
+                brute_force(model, index, QUERIES[0], 5, threshold=threshold))
+
+
+def test_refuses_bad_settings_and_dimension(make_model) -> None:
+    model = make_model("relative")
+    with pytest.raises(QRAGError, match="candidates_per_step"):
+        StoreSearcher(model, IndexSource(random_index()), candidates_per_step=0)
+    with pytest.raises(IndexMismatchError, match="48-dimensional"):
+        StoreSearcher(model, IndexSource(ChunkIndex(48)))

@@ -1,0 +1,115 @@
+"""QRAGRetriever.from_store: the retriever over a vector store answers as the in-memory one."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from langchain_core.documents import Document
+from langchain_core.vectorstores import InMemoryVectorStore
+from llama_index.core.vector_stores import SimpleVectorStore
+from qdrant_client import QdrantClient, models
+
+from qrag_integrations.config import PositionMode, QRAGConfig
+from qrag_integrations.embeddings import QRAGEmbeddings
+from qrag_integrations.errors import IndexMismatchError, QRAGError
+from qrag_integrations.model import QRAGModel
+from qrag_integrations.retriever import QRAGRetriever
+from qrag_integrations.store_retriever import QRAGStoreRetriever
+
+TEXTS = ["mary went to the kitchen", "john picked up the apple", "sandra moved to the garden",
+         "daniel dropped the milk there", "mary travelled to the office", "john gave the apple to mary"]
+DOCS = [Document(page_content=f"the football is in the {p}", metadata={"room": p}, id=f"f-{p}")
+        for p in ("hallway", "bedroom", "garden")]
+QUESTION = "where is the apple"
+
+
+@pytest.fixture(scope="module")
+def model(tiny_bert_dir: Path) -> QRAGModel:
+    cfg = QRAGConfig(base_model=str(tiny_bert_dir), position_mode=PositionMode.RELATIVE, relative_step=4)
+    return QRAGModel.from_base(cfg).eval()
+
+
+def store_of(kind: str, model: QRAGModel):
+    if kind == "qdrant":
+        return {"store": QdrantClient(":memory:"), "collection_name": "facts"}
+    if kind == "langchain":
+        return {"store": InMemoryVectorStore(embedding=QRAGEmbeddings(model))}
+    return {"store": SimpleVectorStore()}
+
+
+def filled(retriever: QRAGRetriever) -> QRAGRetriever:
+    retriever.add_texts(TEXTS, metadatas=[{"n": i} for i in range(len(TEXTS))], ids=[f"t{i}" for i in range(len(TEXTS))])
+    retriever.add_documents(DOCS)
+    return retriever
+
+
+def docs(result: list[Document]) -> list[tuple]:
+    return [(d.id, d.page_content, {k: (round(v, 4) if isinstance(v, float) else v) for k, v in d.metadata.items()})
+            for d in result]
+
+
+@pytest.mark.parametrize("kind", ["qdrant", "langchain", "llama_index"])
+def test_store_retriever_answers_as_the_in_memory_one(model: QRAGModel, kind: str) -> None:
+    memory = filled(QRAGRetriever(model=model, k=4))
+    store = filled(QRAGRetriever.from_store(model=model, k=4, candidates_per_step=len(TEXTS) + 3, **store_of(kind, model)))
+    assert isinstance(store, QRAGStoreRetriever) and len(store) == len(memory) == 9
+    assert docs(store.invoke(QUESTION)) == docs(memory.invoke(QUESTION))
+    assert docs(store.invoke(QUESTION, k=2, filter={"room": ["garden", "bedroom"]})) == docs(
+        memory.invoke(QUESTION, k=2, filter={"room": ["garden", "bedroom"]}))
+    assert [docs(r) for r in store.batch([QUESTION, "who"])] == [docs(r) for r in memory.batch([QUESTION, "who"])]
+    assert docs(asyncio.run(store.ainvoke(QUESTION))) == docs(memory.invoke(QUESTION))
+    nodes = store.retrieve(QUESTION)
+    assert [n.node.node_id for n in nodes] == [d.id for d in memory.invoke(QUESTION)]
+    assert [d.id for d in store.get_by_ids(["t1", "nope", "f-garden"])] == ["t1", "f-garden"]
+    assert store.delete(["t1", "nope"]) and not store.delete(["nope"])
+    memory.delete(["t1"])
+    assert len(store) == 8 and docs(store.invoke(QUESTION)) == docs(memory.invoke(QUESTION))
+    assert store.stats.steps > 0 and store.stats.exact_checked == 0
+
+
+def test_store_retriever_refuses_index_and_save(model: QRAGModel, tmp_path: Path) -> None:
+    retriever = QRAGRetriever.from_store(model=model, store=SimpleVectorStore())
+    with pytest.raises(QRAGError, match="no in-memory index"):
+        _ = retriever.index
+    with pytest.raises(QRAGError, match="persist the store"):
+        retriever.save(tmp_path / "r")
+    with pytest.raises(QRAGError, match="unsupported store"):
+        QRAGRetriever.from_store(model=model, store=object())
+    with pytest.raises(QRAGError, match="collection_name"):
+        QRAGRetriever.from_store(model=model, store=QdrantClient(":memory:"))
+
+
+def test_from_qdrant_checks_exact_picks(model: QRAGModel, tmp_path: Path) -> None:
+    retriever = filled(QRAGStoreRetriever.from_qdrant("facts", path=str(tmp_path / "q"), model=model, k=3,
+                                                      candidates_per_step=2, check_exact=True))
+    retriever.invoke(QUESTION)
+    stats = retriever.stats
+    assert stats.steps == stats.exact_checked == 3 and stats.candidates <= 6
+    assert 0.0 <= stats.exact_rate <= 1.0
+
+
+def test_qdrant_vector_stores_of_both_frameworks_are_accepted(model: QRAGModel) -> None:
+    from langchain_qdrant import QdrantVectorStore as LCQdrant
+    from llama_index.vector_stores.qdrant import QdrantVectorStore as LIQdrant
+
+    client = QdrantClient(":memory:")
+    first = filled(QRAGRetriever.from_store(model=model, store=client, collection_name="facts", k=3))
+    want = docs(first.invoke(QUESTION))
+    lc = LCQdrant(client=client, collection_name="facts", embedding=QRAGEmbeddings(model), distance=models.Distance.DOT)
+    assert docs(QRAGRetriever.from_store(model=model, store=lc, k=3).invoke(QUESTION)) == want
+    li = LIQdrant(collection_name="facts", client=client)
+    assert docs(QRAGRetriever.from_store(model=model, store=li, k=3).invoke(QUESTION)) == want
+    # the framework's own store reads the points Q-RAG wrote
+    assert lc.similarity_search(QUESTION, k=1)[0].metadata["qrag_doc_id"] in {"texts", "documents"}
+
+
+def test_store_of_another_checkpoint_is_refused(model: QRAGModel, tiny_bert_dir_48: Path) -> None:
+    client = QdrantClient(":memory:")
+    filled(QRAGRetriever.from_store(model=model, store=client, collection_name="facts"))
+    small = QRAGModel.from_base(QRAGConfig(base_model=str(tiny_bert_dir_48))).eval()
+    with pytest.raises(IndexMismatchError, match="48-dimensional"):
+        QRAGRetriever.from_store(model=small, store=client, collection_name="facts")
+    with pytest.raises(IndexMismatchError, match="not this checkpoint's chunk encoder"):
+        QRAGRetriever.from_store(model=model, store=InMemoryVectorStore(embedding=QRAGEmbeddings(small)))
