@@ -1,0 +1,160 @@
+"""Reader answers from retrieved chunks: chunk selection, prompts, batched reader calls, metrics.
+
+Shared by ``qrag-eval --reader`` and the LLM-answer reward (:mod:`qrag_training.llm_feedback`):
+both give a reader (:class:`qrag_integrations.readers.Reader`) the question and the chosen chunks
+in one prompt (:func:`qrag_integrations.readers.build_prompt`, one chunk per line) and score its
+answer against the episode's gold answer with the SQuAD / HotpotQA normalisation
+(:func:`~qrag_integrations.readers.answer_em`, :func:`~qrag_integrations.readers.answer_f1`).
+
+Chunk order in the prompt: ``retrieval`` (default) keeps the order the retriever picked or ranked
+them in; ``document`` sorts them by their position in the episode's document (for bAbI stories
+the order of events, which the answer depends on).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from qrag_integrations.readers import (
+    DEFAULT_TEMPLATE,
+    Reader,
+    ReaderError,
+    answer_em,
+    answer_f1,
+    build_prompt,
+)
+from qrag_training.data.episode import Episode
+
+BABI_TEMPLATE = (
+    "Answer the question from the context. Reply with one word only: a place, a person or an "
+    "object.\n"
+    "Context:\n{context}\n"
+    "Question: {question}\n"
+    "Answer:"
+)
+"""bAbI / BabiLong answers are single words (a location for qa1-qa4, a person or object for qa5)."""
+#: Prompt template per data set name (``env.name``); others get :data:`DEFAULT_TEMPLATE`.
+TASK_TEMPLATES: dict[str, str] = {"babilong": BABI_TEMPLATE}
+#: Orders the chosen chunks can be given to the reader in.
+CHUNK_ORDERS = ("retrieval", "document")
+#: Answer metrics an LLM-answer reward can use.
+ANSWER_METRICS = ("em", "f1")
+_FIRST = re.compile(r"first:(\d+)")
+_Q_AT_LEAST = re.compile(r"q>=(-?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)")
+
+
+def task_template(env_name: str) -> str:
+    """The reader prompt template for a data set (``env.name``)."""
+    return TASK_TEMPLATES.get(env_name, DEFAULT_TEMPLATE)
+
+
+@dataclass(frozen=True)
+class ChunkSelection:
+    """Which retrieved chunks the reader sees: ``all``, ``first:N`` or ``q>=T``."""
+
+    first: int | None = None
+    """Keep only the first ``first`` picks (``None``: no cut)."""
+    min_score: float | None = None
+    """Keep only the picks whose Q-value is at least this (``None``: no threshold)."""
+
+    @classmethod
+    def parse(cls, text: str) -> ChunkSelection:
+        """``"all"``, ``"first:N"`` (N >= 0) or ``"q>=T"`` (T a number).
+
+        Raises:
+            ValueError: for anything else.
+        """
+        text = text.strip().replace(" ", "")
+        if text == "all":
+            return cls()
+        if match := _FIRST.fullmatch(text):
+            return cls(first=int(match.group(1)))
+        if match := _Q_AT_LEAST.fullmatch(text):
+            return cls(min_score=float(match.group(1)))
+        raise ValueError(f"answer chunks must be all, first:N or q>=T; got {text!r}")
+
+    def choose(self, picked: Sequence[int], scores: Sequence[float]) -> list[int]:
+        """The chosen picks, in retrieval order."""
+        if self.min_score is not None:
+            if len(scores) != len(picked):
+                raise ValueError("a Q-value threshold needs one score per pick")
+            return [p for p, s in zip(picked, scores) if s >= self.min_score]
+        return list(picked if self.first is None else picked[: self.first])
+
+    def __str__(self) -> str:
+        if self.first is not None:
+            return f"first:{self.first}"
+        return "all" if self.min_score is None else f"q>={self.min_score:g}"
+
+
+def ordered(ids: Sequence[int], order: str) -> list[int]:
+    """Chunk ids in retrieval order (as given) or document order (sorted)."""
+    if order not in CHUNK_ORDERS:
+        raise ValueError(f"chunk order must be one of {', '.join(CHUNK_ORDERS)}; got {order!r}")
+    return sorted(ids) if order == "document" else list(ids)
+
+
+def episode_prompt(episode: Episode, ids: Sequence[int], template: str) -> str:
+    """The reader prompt for ``episode`` with its chunks ``ids`` (in the order given)."""
+    return build_prompt(episode.question, [episode.chunks[i] for i in ids], template)
+
+
+def generate_answers(reader: Reader, prompts: Sequence[str], batch_size: int | None = None) -> list[str]:
+    """The reader's answers to ``prompts``, ``batch_size`` prompts per call (``None``: one call).
+
+    Raises:
+        ReaderError: the reader failed (its own :class:`ReaderError` passes through; any other
+            exception is wrapped with the reader's name) or returned the wrong number of answers
+            or a non-string.
+    """
+    name = getattr(reader, "name", type(reader).__name__)
+    size = batch_size or max(1, len(prompts))
+    answers: list[str] = []
+    for start in range(0, len(prompts), size):
+        batch = list(prompts[start : start + size])
+        try:
+            got = reader.generate(batch)
+        except ReaderError:
+            raise
+        except Exception as err:
+            raise ReaderError(f"reader {name} failed on a batch of {len(batch)} prompts: {err!r}") from err
+        if not isinstance(got, list) or len(got) != len(batch):
+            count = len(got) if isinstance(got, Sequence) else type(got).__name__
+            raise ReaderError(f"reader {name} returned {count} answers for {len(batch)} prompts")
+        bad = [type(a).__name__ for a in got if not isinstance(a, str)]
+        if bad:
+            raise ReaderError(f"reader {name} returned a {bad[0]} instead of a string answer")
+        answers += got
+    return answers
+
+
+def answer_score(answer: str, gold: str, metric: str) -> float:
+    """Exact match (``em``) or token F1 (``f1``) of an answer against the gold answer."""
+    if metric == "em":
+        return answer_em(answer, gold)
+    if metric == "f1":
+        return answer_f1(answer, gold)
+    raise ValueError(f"answer metric must be one of {', '.join(ANSWER_METRICS)}; got {metric!r}")
+
+
+def answer_summary(episodes: Sequence[Episode], answers: Sequence[str]) -> dict[str, float]:
+    """Mean answer EM / F1 over the episodes with a gold answer, and their number."""
+    scored = [(a, e.answer) for e, a in zip(episodes, answers) if e.answer is not None]
+    n = len(scored)
+    return {
+        "answer_em": sum(answer_em(a, g) for a, g in scored) / n if n else 0.0,
+        "answer_f1": sum(answer_f1(a, g) for a, g in scored) / n if n else 0.0,
+        "n_answers": n,
+    }
+
+
+def load_reader(spec: str, options: Mapping[str, Any] | None = None) -> Reader:
+    """Build a reader from a spec (``local``, ``local:PATH``, ``openai:BASE_URL#MODEL``,
+    ``vllm:MODEL``) with :func:`qrag_integrations.readers.factory.build_reader`, imported here so
+    the backends load only when a reader is asked for."""
+    from qrag_integrations.readers.factory import build_reader
+
+    return build_reader(spec, **dict(options or {}))
