@@ -34,6 +34,8 @@ def test_final_reward_in_em_and_f1_modes() -> None:
     f1 = LLMAnswerFeedback(fact_reader(), metric="f1")
     assert rewards(f1, episode(), [0, 2, 3]) == [0.0, 0.0, pytest.approx(2 / 3)]
     assert len(f1.reader.batches) == 1  # the steps before the last one ask nothing
+    label = LLMAnswerFeedback(ScriptedReader(lambda p: "Mary is in the kitchen."), metric="label")
+    assert rewards(label, episode(), [0, 1]) == [0.0, 1.0]
     assert isinstance(em, BatchFeedback) and isinstance(em, Feedback) and em.requires_support is False
 
 
@@ -104,7 +106,7 @@ def test_episode_without_answer_and_bad_settings_are_refused() -> None:
     fb = LLMAnswerFeedback(fact_reader())
     with pytest.raises(ValueError, match="episode '0' has no gold answer; feedback=llm needs one"):
         fb.reward(episode(answer=None), [1], 1, final=True)
-    with pytest.raises(ValueError, match="metric must be one of em, f1"):
+    with pytest.raises(ValueError, match="metric must be one of em, f1, label"):
         LLMAnswerFeedback(fact_reader(), metric="bleu")
     with pytest.raises(ValueError, match="chunk order"):
         LLMAnswerFeedback(fact_reader(), chunk_order="random")

@@ -4,7 +4,9 @@ Shared by ``qrag-eval --reader`` and the LLM-answer reward (:mod:`qrag_training.
 both give a reader (:class:`qrag_integrations.readers.Reader`) the question and the chosen chunks
 in one prompt (:func:`qrag_integrations.readers.build_prompt`, one chunk per line) and score its
 answer against the episode's gold answer with the SQuAD / HotpotQA normalisation
-(:func:`~qrag_integrations.readers.answer_em`, :func:`~qrag_integrations.readers.answer_f1`).
+(:func:`~qrag_integrations.readers.answer_em`, :func:`~qrag_integrations.readers.answer_f1`), or
+for bAbI / BabiLong with BabiLong's label match (:func:`babilong_match`), which accepts a sentence
+that names the right label and no other (small readers rarely answer with the bare word).
 
 Chunk order in the prompt: ``retrieval`` (default) keeps the order the retriever picked or ranked
 them in; ``document`` sorts them by their position in the episode's document (for bAbI stories
@@ -26,6 +28,7 @@ from qrag_integrations.readers import (
     answer_f1,
     build_prompt,
 )
+from qrag_training.data.babi import LOCATIONS, NAMES, OBJECTS
 from qrag_training.data.episode import Episode
 
 BABI_TEMPLATE = (
@@ -40,8 +43,10 @@ BABI_TEMPLATE = (
 TASK_TEMPLATES: dict[str, str] = {"babilong": BABI_TEMPLATE}
 #: Orders the chosen chunks can be given to the reader in.
 CHUNK_ORDERS = ("retrieval", "document")
-#: Answer metrics an LLM-answer reward can use.
-ANSWER_METRICS = ("em", "f1")
+#: Answer metrics an LLM-answer reward can use: exact match, token F1, BabiLong's label match.
+ANSWER_METRICS = ("em", "f1", "label")
+#: Every answer label of our bAbI tasks (places, people, objects).
+BABI_LABELS: tuple[str, ...] = tuple(dict.fromkeys(LOCATIONS + NAMES + OBJECTS))
 _FIRST = re.compile(r"first:(\d+)")
 _Q_AT_LEAST = re.compile(r"q>=(-?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)")
 
@@ -131,24 +136,41 @@ def generate_answers(reader: Reader, prompts: Sequence[str], batch_size: int | N
     return answers
 
 
-def answer_score(answer: str, gold: str, metric: str) -> float:
-    """Exact match (``em``) or token F1 (``f1``) of an answer against the gold answer."""
+def babilong_match(answer: str, gold: str, question: str, labels: Sequence[str] = BABI_LABELS) -> float:
+    """BabiLong's answer metric: 1.0 when the answer's first sentence (lower-cased, up to the
+    first ".") names ``gold`` and no other label, labels that the question names not counted."""
+    first = answer.lower().split(".")[0]
+    asked = {label for label in labels if label in question.lower()}
+    named = {label for label in labels if label in first} - asked
+    return float(named == {gold.lower()})
+
+
+def answer_score(answer: str, gold: str, metric: str, question: str = "") -> float:
+    """Exact match (``em``), token F1 (``f1``) or BabiLong's label match (``label``) of an
+    answer against the gold answer."""
     if metric == "em":
         return answer_em(answer, gold)
     if metric == "f1":
         return answer_f1(answer, gold)
+    if metric == "label":
+        return babilong_match(answer, gold, question)
     raise ValueError(f"answer metric must be one of {', '.join(ANSWER_METRICS)}; got {metric!r}")
 
 
-def answer_summary(episodes: Sequence[Episode], answers: Sequence[str]) -> dict[str, float]:
-    """Mean answer EM / F1 over the episodes with a gold answer, and their number."""
-    scored = [(a, e.answer) for e, a in zip(episodes, answers) if e.answer is not None]
+def answer_summary(
+    episodes: Sequence[Episode], answers: Sequence[str], label_match: bool = False
+) -> dict[str, float]:
+    """Mean answer EM / F1 (and with ``label_match`` BabiLong's label match, ``answer_label``)
+    over the episodes with a gold answer, and their number."""
+    scored = [(a, e) for e, a in zip(episodes, answers) if e.answer is not None]
     n = len(scored)
-    return {
-        "answer_em": sum(answer_em(a, g) for a, g in scored) / n if n else 0.0,
-        "answer_f1": sum(answer_f1(a, g) for a, g in scored) / n if n else 0.0,
-        "n_answers": n,
+    metrics = {"answer_em": "em", "answer_f1": "f1", **({"answer_label": "label"} if label_match else {})}
+    out: dict[str, float] = {
+        key: sum(answer_score(a, str(e.answer), m, e.question) for a, e in scored) / n if n else 0.0
+        for key, m in metrics.items()
     }
+    out["n_answers"] = n
+    return out
 
 
 def load_reader(spec: str, options: Mapping[str, Any] | None = None) -> Reader:

@@ -27,8 +27,9 @@ document`` sorts them by document position) with the data set's prompt
 (:func:`qrag_training.answering.task_template`; bAbI asks for one word). The prompts of all
 episodes go to the reader in batches of ``--reader-batch``. ``samples.jsonl`` gets each answer,
 the gold answer, its answer EM / F1 and the chunk ids the reader saw; ``summary.json`` gets
-answer_em / answer_f1 (means over the episodes with a gold answer; exact match is the BabiLong
-metric, EM / F1 the HotpotQA ones, both with the SQuAD normalisation). With a reader, episodes
+answer_em / answer_f1 (means over the episodes with a gold answer, SQuAD normalisation: the
+HotpotQA metrics) and for bAbI data answer_label (BabiLong's label match: the answer's first
+sentence names the gold label and no other). With a reader, episodes
 without supporting facts are kept (answer-only corpora) and episodes without an answer dropped.
 """
 
@@ -382,7 +383,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         chosen, answers = answer_episodes(
             reader, episodes, results, args.answer_chunks, template, args.reader_order, args.reader_batch
         )
-        summary.update(answer_summary(episodes, answers))
+        summary.update(answer_summary(episodes, answers, label_match=_label_match(cfg)))
         summary.update(
             {
                 "reader": getattr(reader, "name", type(reader).__name__),
@@ -393,9 +394,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             }
         )
     if args.out:
-        write_samples(Path(args.out), episodes, results, args.baseline in NOT_Q_VALUES, chosen, answers)
+        write_samples(Path(args.out), episodes, results, args.baseline in NOT_Q_VALUES, chosen, answers,
+                      _label_match(cfg))
         write_json_atomic(Path(args.out) / "summary.json", summary)
     return summary
+
+
+def _label_match(cfg: Any) -> bool:
+    """BabiLong's label match is reported for bAbI data."""
+    return str(cfg.env.name) == "babilong"
 
 
 def write_samples(
@@ -405,11 +412,10 @@ def write_samples(
     plain_scores: bool,
     chosen: Sequence[Sequence[int]] = (),
     answers: Sequence[str] = (),
+    label_match: bool = False,
 ) -> None:
     """``out/samples.jsonl``: one line per episode (picks, fact EM / F1, scores; with answers: the
-    answer, the gold answer, answer EM / F1 and the chunk ids the reader saw)."""
-    from qrag_integrations.readers import answer_em, answer_f1
-
+    answer, the gold answer, answer EM / F1 (and label match) and the chunk ids the reader saw)."""
     score_key = "scores" if plain_scores else "q_values"
     lines = []
     for i, (episode, result) in enumerate(zip(episodes, results)):
@@ -424,16 +430,10 @@ def write_samples(
             score_key: result.scores,
         }
         if answers:
-            gold = episode.answer
-            row.update(
-                {
-                    "reader_chunks": list(chosen[i]),
-                    "answer": answers[i],
-                    "gold_answer": gold,
-                    "answer_em": None if gold is None else answer_em(answers[i], gold),
-                    "answer_f1": None if gold is None else answer_f1(answers[i], gold),
-                }
-            )
+            row.update({"reader_chunks": list(chosen[i]), "answer": answers[i], "gold_answer": episode.answer})
+            if episode.answer is not None:
+                row.update(answer_summary([episode], answers[i : i + 1], label_match))
+                row.pop("n_answers")
         lines.append(json.dumps(row, ensure_ascii=False))
     write_text_atomic(out / "samples.jsonl", "\n".join(lines) + "\n")
 

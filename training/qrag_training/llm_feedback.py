@@ -1,7 +1,7 @@
 """The LLM-answer reward (``feedback=llm``): a reader answers from the picked chunks.
 
-The reward is the exact match or token F1 of the reader's answer against the episode's gold
-answer (the paper's future work, and the only reward for corpora without supporting-fact labels):
+The reward is the exact match, token F1 or BabiLong label match (bAbI data) of the reader's
+answer against the episode's gold answer (the paper's future work, and the only reward for corpora without supporting-fact labels):
 
 * ``per_step=False`` (default): 0 until the episode's last pick, then ``score(picked)``;
 * ``per_step=True``: at every pick the gain ``score(picked) - score(picked[:-1])`` with
@@ -101,7 +101,7 @@ class LLMAnswerFeedback:
         """
         Args:
             reader: answers a batch of prompts.
-            metric: ``em`` or ``f1``.
+            metric: ``em``, ``f1`` or ``label`` (BabiLong's label match, for bAbI data).
             per_step: reward the gain in score at every pick instead of the score at the end.
             template: reader prompt with ``{context}`` and ``{question}`` (``None``: the default).
             chunk_order: picked chunks in the prompt in ``retrieval`` (pick) or ``document`` order.
@@ -161,6 +161,7 @@ class LLMAnswerFeedback:
 
     # -- answers ----------------------------------------------------------------------------------
     def _key(self, episode: Episode, picked: Sequence[int]) -> tuple[str, CacheKey]:
+        """``(gold answer, cache key)``: the score depends on both, the answer on the key only."""
         ids = ordered(picked, self.chunk_order)
         return str(episode.answer), (episode.question, tuple(episode.chunks[i] for i in ids))
 
@@ -192,7 +193,7 @@ class LLMAnswerFeedback:
         for episode, picked in needed:
             gold, key = self._key(episode, picked)
             if picked:
-                scores[(gold, key)] = answer_score(answers[key], gold, self.metric)
+                scores[(gold, key)] = answer_score(answers[key], gold, self.metric, episode.question)
         return scores
 
     def stats(self) -> dict[str, float]:
