@@ -2,13 +2,14 @@
 
 A reader LLM (``--reader``, any ``qrag_integrations.readers.factory.build_reader`` spec; default
 ``local``, SmolLM2-135M-Instruct on the CPU) answers every question from the chunks each method
-retrieved (``qrag_training.evaluate.answer_episodes``: the chunks in retrieval order, the data
-set's prompt, all questions of a cell batched). Cells:
+retrieved (``qrag_training.evaluate.answer_episodes``: the chunks in retrieval order, the
+readers' default prompt, all questions of a cell and method batched). Cells:
 
 * ``babilong``: BabiLong-style episodes (``--tasks``, default qa2; several tasks split the
   ``--n`` samples of a length between them) at each of ``--lengths`` tokens, from the same seeded
   generator and noise pool as ``bench_babilong.py`` (``--split test`` = seed 424242, ``val`` =
-  555555); metric: answer exact match (the BabiLong metric). Pool embeddings are cached on disk.
+  555555); metrics: BabiLong's label match (the answer's first sentence names the gold label and
+  no other; what BabiLong reports) and strict exact match. Pool embeddings are cached on disk.
 * ``hotpotqa``: HotpotQA dev (distractor) questions with two supporting paragraphs, each one
   searching its own ~10 paragraphs; ``--hotpotqa-split val`` is the validation slice of the
   training buckets, ``eval`` the held-out bucket 0 (``qrag_training.data.splits``, as in
@@ -47,7 +48,8 @@ from qrag_integrations.checkpoint import load_model  # noqa: E402
 from qrag_integrations.readers import Reader  # noqa: E402
 from qrag_integrations.defaults import default_checkpoint  # noqa: E402
 from qrag_integrations.model import QRAGModel  # noqa: E402
-from qrag_training.answering import CHUNK_ORDERS, ChunkSelection, answer_summary, load_reader, task_template  # noqa: E402
+from qrag_integrations.readers import DEFAULT_TEMPLATE  # noqa: E402
+from qrag_training.answering import CHUNK_ORDERS, ChunkSelection, answer_summary, load_reader  # noqa: E402
 from qrag_training.data.babilong import babilong_dataset, tokens_to_sentences  # noqa: E402
 from qrag_training.data.episode import Episode  # noqa: E402
 from qrag_training.data.hotpotqa import load_hotpotqa  # noqa: E402
@@ -140,7 +142,6 @@ def run_cell(info: dict, episodes: list[Episode], methods: Sequence[Method], rea
              args: argparse.Namespace) -> dict:
     """Retrieve with every method (and none), answer, score."""
     steps = args.babilong_steps if info["suite"] == "babilong" else args.hotpotqa_steps
-    template = task_template(info["suite"])
     cell = {**info, "n": len(episodes), "steps": steps, "methods": {}}
     for method in [*methods, None]:
         started = time.perf_counter()
@@ -148,7 +149,7 @@ def run_cell(info: dict, episodes: list[Episode], methods: Sequence[Method], rea
         retrieval_s = time.perf_counter() - started
         selection = args.answer_chunks if method and method.kind == "multi-step" else ChunkSelection()
         started = time.perf_counter()
-        chosen, answers = answer_episodes(reader, episodes, results, selection, template, args.reader_order,
+        chosen, answers = answer_episodes(reader, episodes, results, selection, DEFAULT_TEMPLATE, args.reader_order,
                                           args.reader_batch)
         reader_s = time.perf_counter() - started
         row = answer_summary(episodes, answers, label_match=info["suite"] == "babilong")

@@ -122,7 +122,7 @@ def test_unlabeled_episodes_play_with_the_llm_reward() -> None:
 
 
 def test_config_group_builds_the_reader_from_its_spec(monkeypatch) -> None:
-    from qrag_training.answering import BABI_TEMPLATE
+    from qrag_integrations.readers import DEFAULT_TEMPLATE
     from qrag_training.evaluate import compose_config
     from qrag_training.settings import feedback_from, feedback_needs
     from scripted_readers import install_factory
@@ -134,5 +134,5 @@ def test_config_group_builds_the_reader_from_its_spec(monkeypatch) -> None:
     fb = feedback_from(cfg)
     assert calls == [("openai:http://h:8000/v1#m", {"timeout": 30})]
     assert isinstance(fb, LLMAnswerFeedback) and fb.reader is reader and fb.metric == "f1"
-    assert fb.template == BABI_TEMPLATE and fb.per_step is False and fb.cache.size == 100_000
+    assert fb.template == DEFAULT_TEMPLATE and fb.per_step is False and fb.cache.size == 100_000
     assert feedback_needs(fb) == {"needs_support": False, "needs_answer": True}

@@ -23,8 +23,8 @@ Answers (``--reader SPEC``, built by ``qrag_integrations.readers.factory.build_r
 ``local``, ``openai:BASE_URL#MODEL``): the reader answers every episode from its retrieved chunks
 (``--answer-chunks all|first:N|q>=T``: every pick, the first N, or the picks whose Q-value is at
 least T), given in retrieval order (pick order, or rank order for dense / BM25; ``--reader-order
-document`` sorts them by document position) with the data set's prompt
-(:func:`qrag_training.answering.task_template`; bAbI asks for one word). The prompts of all
+document`` sorts them by document position) with the reader prompt
+(``qrag_integrations.readers.DEFAULT_TEMPLATE`` or ``--reader-template``). The prompts of all
 episodes go to the reader in batches of ``--reader-batch``. ``samples.jsonl`` gets each answer,
 the gold answer, its answer EM / F1 and the chunk ids the reader saw; ``summary.json`` gets
 answer_em / answer_f1 (means over the episodes with a gold answer, SQuAD normalisation: the
@@ -51,7 +51,7 @@ from qrag_integrations.atomic import write_json_atomic, write_text_atomic
 from qrag_integrations.index import ChunkIndex
 from qrag_integrations.model import QRAGModel
 from qrag_integrations.search import MultiStepSearcher
-from qrag_integrations.readers import Reader, ReaderError
+from qrag_integrations.readers import DEFAULT_TEMPLATE, Reader, ReaderError
 from qrag_training.answering import (
     CHUNK_ORDERS,
     ChunkSelection,
@@ -60,7 +60,6 @@ from qrag_training.answering import (
     generate_answers,
     load_reader,
     ordered,
-    task_template,
 )
 from qrag_training.data.episode import Episode
 from qrag_training.feedback import Feedback, RewardQuery, score_picks
@@ -286,7 +285,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="chunks the reader sees: all, first:N (first N picks) or q>=T (picks with Q-value >= T)")
     r.add_argument("--reader-order", choices=CHUNK_ORDERS, default="retrieval",
                    help="chunk order in the prompt: retrieval (pick / rank order) or document")
-    r.add_argument("--reader-template", help="file with the prompt template ({context}, {question}); default: the data set's")
+    r.add_argument("--reader-template", help="file with the prompt template ({context}, {question}); default: the readers' DEFAULT_TEMPLATE")
     r.add_argument("--reader-batch", type=int, default=16, help="prompts per reader call")
     return p
 
@@ -324,13 +323,11 @@ def retrieve(args: argparse.Namespace, cfg: Any, episodes: Sequence[Episode], st
     return str(args.checkpoint), greedy_retrieve(model, episodes, steps, args.batch_size, args.stop_threshold)
 
 
-def _reader_settings(args: argparse.Namespace, env_name: str) -> tuple[Reader, str]:
+def _reader_settings(args: argparse.Namespace) -> tuple[Reader, str]:
     """The reader and prompt template of the arguments (errors before any retrieval runs)."""
     if args.answer_chunks.min_score is not None and args.baseline in NOT_Q_VALUES:
         raise ValueError(f"--answer-chunks {args.answer_chunks} needs Q-values; --baseline {args.baseline} has none")
-    template = task_template(env_name)
-    if args.reader_template:
-        template = Path(args.reader_template).read_text(encoding="utf-8")
+    template = Path(args.reader_template).read_text(encoding="utf-8") if args.reader_template else DEFAULT_TEMPLATE
     return load_reader(args.reader, reader_options(args.reader_options)), template
 
 
@@ -355,7 +352,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         overrides.append(f"model.base_model={args.base_model}")
     cfg = compose_config(env, overrides)
     run_config = run_config_from(cfg)
-    reader, template = _reader_settings(args, str(cfg.env.name)) if args.reader else (None, "")
+    reader, template = _reader_settings(args) if args.reader else (None, "")
     reading = reader is not None
     episodes = load_episodes(cfg, run_config, "eval", needs_support=not reading, needs_answer=reading)
     steps = int(args.steps or run_config.max_steps)

@@ -169,15 +169,9 @@ def env_settings_from(run: RunConfig, model_config: QRAGConfig) -> EnvSettings:
 
 
 def feedback_from(cfg: DictConfig) -> Feedback:
-    """The reward of the ``feedback`` group (``feedback=llm`` without a ``template`` prompts the
-    reader with the data set's template, :func:`qrag_training.answering.task_template`)."""
+    """The reward of the ``feedback`` group."""
     fields = to_container(cfg.feedback)
-    kind = fields.pop("kind")
-    if kind == "llm" and fields.get("template") is None:
-        from qrag_training.answering import task_template
-
-        fields["template"] = task_template(str(cfg.env.name))
-    return build_feedback(kind, **fields)
+    return build_feedback(fields.pop("kind"), **fields)
 
 
 def feedback_needs(feedback: Feedback) -> dict[str, bool]:
