@@ -49,12 +49,18 @@ from qrag_integrations.readers import Reader  # noqa: E402
 from qrag_integrations.defaults import default_checkpoint  # noqa: E402
 from qrag_integrations.model import QRAGModel  # noqa: E402
 from qrag_integrations.readers import DEFAULT_TEMPLATE  # noqa: E402
-from qrag_training.answering import CHUNK_ORDERS, ChunkSelection, answer_summary, load_reader  # noqa: E402
+from qrag_training.answering import (  # noqa: E402
+    CHUNK_ORDERS,
+    ChunkSelection,
+    answer_summary,
+    load_reader,
+    reader_options,
+)
 from qrag_training.data.babilong import babilong_dataset, tokens_to_sentences  # noqa: E402
 from qrag_training.data.episode import Episode  # noqa: E402
 from qrag_training.data.hotpotqa import load_hotpotqa  # noqa: E402
 from qrag_training.data.noise import MIXED, NoisePool, NoiseSource  # noqa: E402
-from qrag_training.evaluate import Retrieval, answer_episodes, reader_options, summarize  # noqa: E402
+from qrag_training.evaluate import Retrieval, answer_episodes, summarize  # noqa: E402
 
 SUITES = ("babilong", "hotpotqa")
 DEFAULT_CHECKPOINTS = {"babilong": {"demo": "packaged:qrag-babi-demo"},

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from qrag_training.answering import ChunkSelection, generate_answers, ordered
+from qrag_training.answering import ChunkSelection, generate_answers, ordered, reader_options
 from qrag_training.data.episode import Episode
 from qrag_training.evaluate import Retrieval, answer_episodes, main
 from scripted_readers import WRONG, ScriptedReader, context_of, gold_fact_reader, install_factory
@@ -25,6 +25,13 @@ def test_chunk_selection_modes() -> None:
         with pytest.raises(ValueError, match="all, first:N or q>=T"):
             ChunkSelection.parse(bad)
     assert ordered([7, 2, 4], "document") == [2, 4, 7] and ordered([7, 2, 4], "retrieval") == [7, 2, 4]
+
+
+def test_reader_options_read_json_values_else_strings() -> None:
+    got = reader_options(["max_new_tokens=8", "device=cuda:1", "stop=[\"\\n\"]", "url=http://h/v1?a=b"])
+    assert got == {"max_new_tokens": 8, "device": "cuda:1", "stop": ["\n"], "url": "http://h/v1?a=b"}
+    with pytest.raises(ValueError, match="KEY=VALUE"):
+        reader_options(["verbose"])
 
 
 def test_answers_are_batched_and_prompts_follow_retrieval_order() -> None:

@@ -21,6 +21,7 @@ the order of events, which the answer depends on).
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -160,6 +161,20 @@ def answer_summary(
         for key, m in metrics.items()
     }
     out["n_answers"] = n
+    return out
+
+
+def reader_options(pairs: Sequence[str]) -> dict[str, Any]:
+    """``KEY=VALUE`` pairs as keyword arguments (a value is parsed as JSON when it can be)."""
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise ValueError(f"reader option must be KEY=VALUE, got {pair!r}")
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
     return out
 
 

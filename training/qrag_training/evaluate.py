@@ -60,6 +60,7 @@ from qrag_training.answering import (
     generate_answers,
     load_reader,
     ordered,
+    reader_options,
 )
 from qrag_training.data.episode import Episode
 from qrag_training.feedback import Feedback, RewardQuery, score_picks
@@ -288,20 +289,6 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--reader-template", help="file with the prompt template ({context}, {question}); default: the readers' DEFAULT_TEMPLATE")
     r.add_argument("--reader-batch", type=int, default=16, help="prompts per reader call")
     return p
-
-
-def reader_options(pairs: Sequence[str]) -> dict[str, Any]:
-    """``KEY=VALUE`` pairs as keyword arguments (a value is parsed as JSON when it can be)."""
-    out: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise ValueError(f"reader option must be KEY=VALUE, got {pair!r}")
-        try:
-            out[key] = json.loads(value)
-        except json.JSONDecodeError:
-            out[key] = value
-    return out
 
 
 def retrieve(args: argparse.Namespace, cfg: Any, episodes: Sequence[Episode], steps: int) -> tuple[str, list[Retrieval]]:
