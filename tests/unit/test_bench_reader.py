@@ -49,6 +49,7 @@ def test_tiny_reader_benchmark_run(tiny_bert_dir, tmp_path, monkeypatch) -> None
     assert result["reader"] == "gold-fact" and [c["tokens"] for c in result["cells"]] == [500, 1000]
     for cell in result["cells"]:
         assert cell["n"] == 2 and list(cell["methods"]) == ["tiny", "dense", "bm25", "none"]
+        assert cell["order"] == "document" and set(cell["methods"]["bm25"]["by_task"]) == {"qa1", "qa2"}
         assert cell["methods"]["none"]["answer_label"] == 0.0 and cell["methods"]["none"]["mean_reader_chunks"] == 0
         for row in cell["methods"].values():
             # the reader answers right exactly when the retriever found every supporting fact
