@@ -56,6 +56,7 @@ from qrag_training.answering import (  # noqa: E402
     CHUNK_ORDERS,
     ChunkSelection,
     answer_summary,
+    chunk_selection_arg,
     load_reader,
     reader_options,
 )
@@ -83,7 +84,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--reader-batch", type=int, default=16, help="prompts per reader call")
     p.add_argument("--reader-order", choices=("auto", *CHUNK_ORDERS), default="auto",
                    help="chunk order in the prompt; auto: document order for BabiLong, retrieval order for HotpotQA")
-    p.add_argument("--answer-chunks", type=ChunkSelection.parse, default=ChunkSelection(),
+    p.add_argument("--answer-chunks", type=chunk_selection_arg, default=ChunkSelection(),
                    help="all, first:N or q>=T (q>=T applies to the checkpoints only; others see all)")
     p.add_argument("--checkpoint", action="append", default=[], metavar="SUITE:NAME=PATH",
                    help="a Q-RAG checkpoint for one suite (repeatable; default: the packaged ones)")

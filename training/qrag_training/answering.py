@@ -21,6 +21,7 @@ the order of events, which the answer depends on).
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -84,6 +85,14 @@ class ChunkSelection:
         if self.first is not None:
             return f"first:{self.first}"
         return "all" if self.min_score is None else f"q>={self.min_score:g}"
+
+
+def chunk_selection_arg(text: str) -> ChunkSelection:
+    """:meth:`ChunkSelection.parse` for ``argparse`` (a bad value is a usage error with the reason)."""
+    try:
+        return ChunkSelection.parse(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from err
 
 
 def ordered(ids: Sequence[int], order: str) -> list[int]:

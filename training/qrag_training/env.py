@@ -314,7 +314,8 @@ class VectorEnv:
                     env.state_text(), env.mask.copy(), env.positions.copy(), self._emb_target[i]
                 )
                 out.episode_returns.append(env.episode_return)
-                out.episode_solved.append(bool(env.episode.support) and set(env.episode.support).issubset(env.picked))
+                support = set(env.episode.support)
+                out.episode_solved.append(bool(support) and support.issubset(env.picked))
                 finished.append(i)
         self._start(finished)
         return out

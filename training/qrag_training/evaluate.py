@@ -50,12 +50,13 @@ import torch
 from qrag_integrations.atomic import write_json_atomic, write_text_atomic
 from qrag_integrations.index import ChunkIndex
 from qrag_integrations.model import QRAGModel
-from qrag_integrations.search import MultiStepSearcher
 from qrag_integrations.readers import DEFAULT_TEMPLATE, Reader, ReaderError
+from qrag_integrations.search import MultiStepSearcher
 from qrag_training.answering import (
     CHUNK_ORDERS,
     ChunkSelection,
     answer_summary,
+    chunk_selection_arg,
     episode_prompt,
     generate_answers,
     load_reader,
@@ -282,16 +283,19 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--reader", help="reader spec: local, local:PATH, openai:BASE_URL#MODEL, vllm:MODEL")
     r.add_argument("--reader-option", dest="reader_options", action="append", default=[], metavar="KEY=VALUE",
                    help="keyword argument of the reader (value read as JSON, else a string; repeatable)")
-    r.add_argument("--answer-chunks", default="all", type=ChunkSelection.parse,
+    r.add_argument("--answer-chunks", default="all", type=chunk_selection_arg,
                    help="chunks the reader sees: all, first:N (first N picks) or q>=T (picks with Q-value >= T)")
     r.add_argument("--reader-order", choices=CHUNK_ORDERS, default="retrieval",
                    help="chunk order in the prompt: retrieval (pick / rank order) or document")
-    r.add_argument("--reader-template", help="file with the prompt template ({context}, {question}); default: the readers' DEFAULT_TEMPLATE")
+    r.add_argument("--reader-template",
+                   help="file with the prompt template ({context}, {question}); default: the readers' DEFAULT_TEMPLATE")
     r.add_argument("--reader-batch", type=int, default=16, help="prompts per reader call")
     return p
 
 
-def retrieve(args: argparse.Namespace, cfg: Any, episodes: Sequence[Episode], steps: int) -> tuple[str, list[Retrieval]]:
+def retrieve(
+    args: argparse.Namespace, cfg: Any, episodes: Sequence[Episode], steps: int
+) -> tuple[str, list[Retrieval]]:
     """Run the retriever the arguments name; returns its name and one result per episode."""
     from qrag_integrations.checkpoint import load_model
     from qrag_training.settings import model_config_from

@@ -1,7 +1,8 @@
 """The LLM-answer reward (``feedback=llm``): a reader answers from the picked chunks.
 
 The reward is the exact match, token F1 or BabiLong label match (bAbI data) of the reader's
-answer against the episode's gold answer (the paper's future work, and the only reward for corpora without supporting-fact labels):
+answer against the episode's gold answer (the paper's future work, and the only reward for
+corpora without supporting-fact labels):
 
 * ``per_step=False`` (default): 0 until the episode's last pick, then ``score(picked)``;
 * ``per_step=True``: at every pick the gain ``score(picked) - score(picked[:-1])`` with
