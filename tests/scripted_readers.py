@@ -8,9 +8,11 @@ reader from a spec (``qrag-eval --reader``, ``feedback=llm``) run unchanged.
 
 from __future__ import annotations
 
+import json
 import sys
 import types
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -75,3 +77,16 @@ def install_factory(monkeypatch: pytest.MonkeyPatch, reader: Any) -> list[tuple[
     module.build_reader = build_reader  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, FACTORY, module)
     return calls
+
+
+def write_unlabeled(path: Path, n: int = 30) -> dict[str, list[str]]:
+    """``n`` questions with an answer and no support; returns each one's key fact."""
+    facts = {}
+    with path.open("w", encoding="utf-8") as fh:
+        for i in range(n):
+            fact = f"the apple {i} is in the garden {i}."
+            chunks = [f"the cat {i} sat.", f"the dog {i} ran.", fact, f"the sky {i} is blue.", f"john {i} left."]
+            facts[f"q{i}"] = [fact]
+            fh.write(json.dumps({"id": f"q{i}", "question": f"where is the apple {i}?", "answer": f"garden {i}",
+                                 "chunks": chunks}) + "\n")
+    return facts

@@ -8,7 +8,7 @@ import pytest
 from qrag_training.answering import ChunkSelection, generate_answers, ordered, reader_options
 from qrag_training.data.episode import Episode
 from qrag_training.evaluate import Retrieval, answer_episodes, main
-from scripted_readers import WRONG, ScriptedReader, context_of, gold_fact_reader, install_factory
+from scripted_readers import WRONG, ScriptedReader, context_of, gold_fact_reader, install_factory, write_unlabeled
 
 from qrag_integrations.readers import DEFAULT_TEMPLATE, ReaderError
 
@@ -145,3 +145,17 @@ def test_cli_reader_failure_is_reported(tmp_path, monkeypatch) -> None:
     with pytest.raises(SystemExit, match=r"qrag-eval: the reader failed: reader openai:http://localhost:9#m "
                                          r"failed on a batch of 6 prompts: ConnectionError"):
         main(eval_args(tmp_path / "e", "--baseline", "bm25", "--reader", "openai:http://localhost:9#m"))
+
+
+def test_cli_answers_on_a_corpus_without_support(tmp_path, monkeypatch) -> None:
+    from qrag_training.data.custom import load_custom_jsonl
+
+    facts = write_unlabeled(tmp_path / "corpus.jsonl")
+    install_factory(monkeypatch, gold_fact_reader(load_custom_jsonl(tmp_path / "corpus.jsonl"), facts))
+    args = ["--jsonl", str(tmp_path / "corpus.jsonl"), "--set", "env.splitter=sentences", "--baseline", "bm25",
+            "--steps", "2", "--threads", "1"]
+    main([*args, "--reader", "local", "--out", str(tmp_path / "out")])
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["n_fact"] == 0 and summary["n_answers"] == summary["n"] > 0 and summary["answer_em"] > 0
+    with pytest.raises(ValueError, match="none of the .* eval episodes has supporting facts"):
+        main(args)  # fact metrics alone need labels

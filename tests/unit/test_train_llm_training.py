@@ -11,7 +11,7 @@ from qrag_training.data.custom import load_custom_jsonl
 from qrag_training.evaluate import compose_config
 from qrag_training.settings import load_episodes, run_config_from
 from qrag_training.train import Trainer
-from scripted_readers import gold_fact_reader, install_factory
+from scripted_readers import gold_fact_reader, install_factory, write_unlabeled
 
 SMALL = ["model=tiny", "steps=3", "batch_size=8", "envs_parallel=4", "eval_interval=3", "eval_episodes=4",
          "log_interval=1", "torch_threads=1", "algo.warmup=1", "algo.learning_start=8", "model.trainable_layers=1"]
@@ -40,19 +40,6 @@ def test_babi_training_with_the_llm_reward(tmp_path, tiny_bert_dir, monkeypatch)
     lock_steps = last["env_steps"] // 4
     assert len(reader.batches) <= lock_steps // 3 + 2 and all(len(b) <= 4 for b in reader.batches)
     assert last["feedback/cache_hits"] + last["feedback/cache_misses"] >= last["feedback/reader_prompts"]
-
-
-def write_unlabeled(path: Path, n: int = 30) -> dict[str, list[str]]:
-    """``n`` questions with an answer and no support; returns each one's key fact."""
-    facts = {}
-    with path.open("w", encoding="utf-8") as fh:
-        for i in range(n):
-            fact = f"the apple {i} is in the garden {i}."
-            chunks = [f"the cat {i} sat.", f"the dog {i} ran.", fact, f"the sky {i} is blue.", f"john {i} left."]
-            facts[f"q{i}"] = [fact]
-            fh.write(json.dumps({"id": f"q{i}", "question": f"where is the apple {i}?", "answer": f"garden {i}",
-                                 "chunks": chunks}) + "\n")
-    return facts
 
 
 def custom_overrides(tmp_path: Path, tiny_bert_dir: Path, *extra: str) -> list[str]:
