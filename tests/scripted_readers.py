@@ -4,6 +4,7 @@ Importable as ``scripted_readers`` from any test (``tests/`` is on ``sys.path``)
 :func:`install_factory` puts a stand-in ``qrag_integrations.readers.factory`` module into
 ``sys.modules`` whose ``build_reader`` returns a given reader, so the code paths that build a
 reader from a spec (``qrag-eval --reader``, ``feedback=llm``) run unchanged.
+:func:`write_unlabeled` writes a custom-format corpus with answers and no supporting labels.
 """
 
 from __future__ import annotations

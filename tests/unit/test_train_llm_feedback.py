@@ -136,3 +136,17 @@ def test_config_group_builds_the_reader_from_its_spec(monkeypatch) -> None:
     assert isinstance(fb, LLMAnswerFeedback) and fb.reader is reader and fb.metric == "f1"
     assert fb.template == DEFAULT_TEMPLATE and fb.per_step is False and fb.cache.size == 100_000
     assert feedback_needs(fb) == {"needs_support": False, "needs_answer": True}
+
+
+def test_every_field_of_the_config_group_is_an_argument_and_documented() -> None:
+    import inspect
+    from pathlib import Path
+
+    from qrag_training.train import CONF_DIR
+
+    lines = [line for line in (Path(CONF_DIR) / "feedback" / "llm.yaml").read_text().splitlines()
+             if line and not line.startswith("#")]
+    keys = {line.split(":", 1)[0] for line in lines}
+    params = set(inspect.signature(LLMAnswerFeedback.__init__).parameters) - {"self"}
+    assert keys == {"kind"} | (params - {"reader"}) | {"reader", "reader_options"}
+    assert all("  # " in line for line in lines)
