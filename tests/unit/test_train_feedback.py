@@ -51,5 +51,5 @@ def test_unlabeled_episode_never_rewards():
 def test_build_feedback():
     fb = build_feedback("ground_truth", penalize_extra_steps=False)
     assert isinstance(fb, GroundTruthFeedback) and fb.penalize_extra_steps is False
-    with pytest.raises(ValueError, match="unknown feedback"):
-        build_feedback("llm")
+    with pytest.raises(ValueError, match="unknown feedback kind 'oracle'; known: ground_truth, llm"):
+        build_feedback("oracle")

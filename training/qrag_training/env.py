@@ -24,7 +24,7 @@ from torch.nn.utils.rnn import pad_sequence
 from qrag_integrations.config import PositionMode, QRAGConfig
 from qrag_integrations.positions import layout
 from qrag_training.data.episode import Episode
-from qrag_training.feedback import Feedback
+from qrag_training.feedback import Feedback, RewardQuery, score_picks
 
 #: ``state_text(question, picked_texts_in_pick_order, picked_document_order) -> str``,
 #: normally :meth:`qrag_integrations.QRAGModel.state_text`.
@@ -122,7 +122,16 @@ class RetrievalEnv:
         return self._state_text(self.episode.question, texts, list(self.picked))
 
     def step(self, action: int) -> StepResult:
-        """Pick chunk ``action``."""
+        """Pick chunk ``action`` (:meth:`pick`, the feedback's reward, :meth:`settle`)."""
+        query = self.pick(action)
+        return self.settle(score_picks(self.feedback, [query])[0])
+
+    def pick(self, action: int) -> RewardQuery:
+        """First half of a step: pick chunk ``action`` and return what its reward depends on.
+
+        :class:`VectorEnv` picks in every environment, computes all rewards in one
+        :func:`~qrag_training.feedback.score_picks` call, then :meth:`settle` s each environment.
+        """
         if self.episode is None:
             raise RuntimeError("call reset() first")
         action = int(action)
@@ -133,16 +142,26 @@ class RetrievalEnv:
         self.picked.append(action)
         self.mask[action] = False
         self.positions = self._layout()
-        exhausted = not self.mask.any()
-        capped = self.steps >= self.settings.max_steps
-        reward = float(
-            self.feedback.reward(self.episode, self.picked, self.steps, final=exhausted or capped)
-        )
+        return RewardQuery(self.episode, tuple(self.picked), final=self._exhausted or self._capped)
+
+    @property
+    def _exhausted(self) -> bool:
+        return not self.mask.any()
+
+    @property
+    def _capped(self) -> bool:
+        return self.steps >= self.settings.max_steps
+
+    def settle(self, reward: float) -> StepResult:
+        """Second half of a step: book the reward of the latest pick and say whether it ended
+        the episode."""
+        if self.episode is None:
+            raise RuntimeError("call reset() first")
         solved = not self.feedback.never_terminate and self.feedback.terminal(self.episode, self.picked)
-        terminated = exhausted or solved
-        truncated = capped and not terminated
-        self.episode_return += reward
-        return StepResult(reward, terminated, truncated)
+        terminated = self._exhausted or solved
+        truncated = self._capped and not terminated
+        self.episode_return += float(reward)
+        return StepResult(float(reward), terminated, truncated)
 
 
 class ChunkEmbedder(Protocol):
@@ -185,7 +204,7 @@ class VectorStep:
     episode_returns: list[float]
     """Returns of the episodes that ended at this step."""
     episode_solved: list[bool]
-    """For those episodes: whether every supporting fact was picked."""
+    """For those episodes: whether every supporting fact was picked (false without labels)."""
 
 
 class VectorEnv:
@@ -247,8 +266,22 @@ class VectorEnv:
         ).to(emb.device)
         return self.embedder.rotate(emb, positions)
 
+    def _rewards(self, queries: Sequence[RewardQuery]) -> list[float]:
+        """Rewards of one pick per environment: one :func:`score_picks` call per feedback object
+        (normally all environments share one, so a batching feedback is asked once per step)."""
+        groups: dict[int, list[int]] = {}
+        for i, env in enumerate(self.envs):
+            groups.setdefault(id(env.feedback), []).append(i)
+        rewards = [0.0] * len(queries)
+        for slots in groups.values():
+            values = score_picks(self.envs[slots[0]].feedback, [queries[i] for i in slots])
+            for i, value in zip(slots, values):
+                rewards[i] = value
+        return rewards
+
     def step(self, actions: Sequence[int] | np.ndarray) -> VectorStep:
-        """Apply one action per environment, then reset the environments that finished."""
+        """Apply one action per environment (the rewards of all of them are computed together),
+        then reset the environments that finished."""
         actions = np.asarray(actions, dtype=np.int64).reshape(-1)
         if actions.shape[0] != self.num_envs:
             raise ValueError(f"expected {self.num_envs} actions, got {actions.shape[0]}")
@@ -263,12 +296,16 @@ class VectorEnv:
             episode_returns=[],
             episode_solved=[],
         )
-        finished: list[int] = []
+        queries = []
         for i, (env, action) in enumerate(zip(self.envs, actions)):
             assert env.episode is not None
             out.action_positions[i] = env.positions[action]
             out.action_texts.append(env.episode.chunks[action])
-            result = env.step(int(action))
+            queries.append(env.pick(int(action)))
+        finished: list[int] = []
+        for i, (env, reward) in enumerate(zip(self.envs, self._rewards(queries))):
+            assert env.episode is not None
+            result = env.settle(reward)
             out.rewards[i] = result.reward
             out.terminated[i] = result.terminated
             out.truncated[i] = result.truncated
@@ -277,7 +314,8 @@ class VectorEnv:
                     env.state_text(), env.mask.copy(), env.positions.copy(), self._emb_target[i]
                 )
                 out.episode_returns.append(env.episode_return)
-                out.episode_solved.append(set(env.episode.support).issubset(env.picked))
+                support = set(env.episode.support)
+                out.episode_solved.append(bool(support) and support.issubset(env.picked))
                 finished.append(i)
         self._start(finished)
         return out

@@ -7,7 +7,8 @@ Retrievers:
 * ``--baseline base``: the same loop with an untrained model (both encoders = the base encoder);
 * ``--baseline dense``: single-step dense retrieval, top-``steps`` chunks by cosine between the
   question and chunk embeddings (mean pooling of the base encoder);
-* ``--baseline bm25``: single-step BM25 top-``steps`` (``bm25s``).
+* ``--baseline bm25``: single-step BM25 top-``steps`` (``bm25s``);
+* ``--baseline none``: no retrieval (with ``--reader``: the reader sees the question only).
 
 Data comes from the training config tree (``conf/env/*.yaml``, held-out side): ``--env babilong
 --set env.task=qa1 --set env.eval_target_tokens=16000``, ``--env hotpotqa``, ``--env ruler``,
@@ -16,7 +17,20 @@ em, f1, and the Q-value of every pick as ``q_values``, or ``scores`` for the den
 baselines) and ``summary.json`` (fact_em, fact_f1, mean_steps, n, reward, ...) to ``--out``.
 
 Metrics: fact EM = every supporting chunk was picked; fact F1 = F1 of picked vs supporting
-chunk ids.
+chunk ids (both over the episodes with supporting facts).
+
+Answers (``--reader SPEC``, built by ``qrag_integrations.readers.factory.build_reader``, e.g.
+``local``, ``openai:BASE_URL#MODEL``): the reader answers every episode from its retrieved chunks
+(``--answer-chunks all|first:N|q>=T``: every pick, the first N, or the picks whose Q-value is at
+least T), given in retrieval order (pick order, or rank order for dense / BM25; ``--reader-order
+document`` sorts them by document position) with the reader prompt
+(``qrag_integrations.readers.DEFAULT_TEMPLATE`` or ``--reader-template``). The prompts of all
+episodes go to the reader in batches of ``--reader-batch``. ``samples.jsonl`` gets each answer,
+the gold answer, its answer EM / F1 and the chunk ids the reader saw; ``summary.json`` gets
+answer_em / answer_f1 (means over the episodes with a gold answer, SQuAD normalisation: the
+HotpotQA metrics) and for bAbI data answer_label (BabiLong's label match: the answer's first
+sentence names the gold label and no other). With a reader, episodes
+without supporting facts are kept (answer-only corpora) and episodes without an answer dropped.
 """
 
 from __future__ import annotations
@@ -36,13 +50,27 @@ import torch
 from qrag_integrations.atomic import write_json_atomic, write_text_atomic
 from qrag_integrations.index import ChunkIndex
 from qrag_integrations.model import QRAGModel
+from qrag_integrations.readers import DEFAULT_TEMPLATE, Reader, ReaderError
 from qrag_integrations.search import MultiStepSearcher
+from qrag_training.answering import (
+    CHUNK_ORDERS,
+    ChunkSelection,
+    answer_summary,
+    chunk_selection_arg,
+    episode_prompt,
+    generate_answers,
+    load_reader,
+    ordered,
+    reader_options,
+)
 from qrag_training.data.episode import Episode
-from qrag_training.feedback import Feedback
+from qrag_training.feedback import Feedback, RewardQuery, score_picks
 
 logger = logging.getLogger(__name__)
 
-BASELINES = ("base", "dense", "bm25")
+BASELINES = ("base", "dense", "bm25", "none")
+#: Baselines whose scores are not Q-values (a ``q>=T`` chunk selection is refused for them).
+NOT_Q_VALUES = ("dense", "bm25", "none")
 #: Chunk texts -> ``(len(texts), D)`` chunk embeddings.
 ChunkEmbedder = Callable[[Sequence[str]], torch.Tensor]
 #: The Hydra config tree shared with ``qrag-train``.
@@ -80,28 +108,57 @@ class Retrieval:
 def summarize(
     episodes: Sequence[Episode], results: Sequence[Retrieval], feedback: Feedback | None = None
 ) -> dict[str, float]:
-    """Mean fact EM / F1, mean number of picks and (with a feedback) mean episode reward."""
-    ems, f1s, rewards = [], [], []
-    for episode, result in zip(episodes, results):
-        em, f1 = fact_metrics(result.picked, episode.support)
-        ems.append(em)
-        f1s.append(f1)
-        if feedback is not None:
-            rewards.append(
-                sum(
-                    feedback.reward(episode, result.picked[:k], k, final=k == len(result.picked))
-                    for k in range(1, len(result.picked) + 1)
-                )
-            )
+    """Mean fact EM / F1 (over the episodes with supporting facts), mean number of picks and
+    (with a feedback) mean episode reward, all rewards asked in one batch
+    (:func:`~qrag_training.feedback.score_picks`)."""
+    labeled = [(e, r) for e, r in zip(episodes, results) if e.support]
+    facts = [fact_metrics(r.picked, e.support) for e, r in labeled]
     out = {
-        "fact_em": float(np.mean(ems)) if ems else 0.0,
-        "fact_f1": float(np.mean(f1s)) if f1s else 0.0,
+        "fact_em": float(np.mean([em for em, _ in facts])) if facts else 0.0,
+        "fact_f1": float(np.mean([f1 for _, f1 in facts])) if facts else 0.0,
         "mean_steps": float(np.mean([len(r.picked) for r in results])) if results else 0.0,
         "n": len(results),
     }
+    if len(labeled) < len(results):
+        out["n_fact"] = len(labeled)
     if feedback is not None:
-        out["reward"] = float(np.mean(rewards)) if rewards else 0.0
+        queries, owner = [], []
+        for i, (episode, result) in enumerate(zip(episodes, results)):
+            for k in range(1, len(result.picked) + 1):
+                queries.append(RewardQuery(episode, tuple(result.picked[:k]), final=k == len(result.picked)))
+                owner.append(i)
+        rewards = np.zeros(len(results))
+        np.add.at(rewards, np.asarray(owner, dtype=np.int64), np.asarray(score_picks(feedback, queries)))
+        out["reward"] = float(rewards.mean()) if len(results) else 0.0
     return out
+
+
+def answer_episodes(
+    reader: Reader,
+    episodes: Sequence[Episode],
+    results: Sequence[Retrieval],
+    selection: ChunkSelection,
+    template: str,
+    order: str = "retrieval",
+    batch_size: int | None = None,
+) -> tuple[list[list[int]], list[str]]:
+    """The reader's answer for every episode from its chosen retrieved chunks.
+
+    Args:
+        reader: answers a batch of prompts.
+        episodes: the episodes.
+        results: what the retriever returned for each.
+        selection: which picks the reader sees (all, the first N, Q-value >= T).
+        template: prompt template with ``{context}`` and ``{question}``.
+        order: ``retrieval`` (pick / rank order) or ``document`` order in the prompt.
+        batch_size: prompts per reader call (``None``: all in one call).
+
+    Returns:
+        The chunk ids given to the reader (prompt order) and its answer, per episode.
+    """
+    chosen = [ordered(selection.choose(r.picked, r.scores), order) for r in results]
+    prompts = [episode_prompt(e, ids, template) for e, ids in zip(episodes, chosen)]
+    return chosen, generate_answers(reader, prompts, batch_size)
 
 
 # -- retrievers -----------------------------------------------------------------------------------
@@ -222,22 +279,57 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-size", type=int, default=16, help="episodes retrieved together")
     p.add_argument("--threads", type=int, help="torch.set_num_threads")
     p.add_argument("--out", help="output folder for samples.jsonl and summary.json")
+    r = p.add_argument_group("answers (a reader LLM answers from the retrieved chunks)")
+    r.add_argument("--reader", help="reader spec: local, local:PATH, openai:BASE_URL#MODEL, vllm:MODEL")
+    r.add_argument("--reader-option", dest="reader_options", action="append", default=[], metavar="KEY=VALUE",
+                   help="keyword argument of the reader (value read as JSON, else a string; repeatable)")
+    r.add_argument("--answer-chunks", default="all", type=chunk_selection_arg,
+                   help="chunks the reader sees: all, first:N (first N picks) or q>=T (picks with Q-value >= T)")
+    r.add_argument("--reader-order", choices=CHUNK_ORDERS, default="retrieval",
+                   help="chunk order in the prompt: retrieval (pick / rank order) or document")
+    r.add_argument("--reader-template",
+                   help="file with the prompt template ({context}, {question}); default: the readers' DEFAULT_TEMPLATE")
+    r.add_argument("--reader-batch", type=int, default=16, help="prompts per reader call")
     return p
+
+
+def retrieve(
+    args: argparse.Namespace, cfg: Any, episodes: Sequence[Episode], steps: int
+) -> tuple[str, list[Retrieval]]:
+    """Run the retriever the arguments name; returns its name and one result per episode."""
+    from qrag_integrations.checkpoint import load_model
+    from qrag_training.settings import model_config_from
+
+    if args.baseline == "none":
+        return "none", [Retrieval([]) for _ in episodes]
+    if args.baseline == "bm25":
+        return "bm25", bm25_retrieve(episodes, steps)
+    if args.baseline in ("base", "dense"):
+        model = QRAGModel.from_base(model_config_from(cfg), device=args.device).eval()
+        name = f"{args.baseline}:{cfg.model.base_model}"
+        if args.baseline == "dense":
+            return name, dense_retrieve(model, episodes, steps)
+        return name, greedy_retrieve(model, episodes, steps, args.batch_size, args.stop_threshold)
+    model = load_model(args.checkpoint, device=args.device)
+    return str(args.checkpoint), greedy_retrieve(model, episodes, steps, args.batch_size, args.stop_threshold)
+
+
+def _reader_settings(args: argparse.Namespace) -> tuple[Reader, str]:
+    """The reader and prompt template of the arguments (errors before any retrieval runs)."""
+    if args.answer_chunks.min_score is not None and args.baseline in NOT_Q_VALUES:
+        raise ValueError(f"--answer-chunks {args.answer_chunks} needs Q-values; --baseline {args.baseline} has none")
+    template = Path(args.reader_template).read_text(encoding="utf-8") if args.reader_template else DEFAULT_TEMPLATE
+    return load_reader(args.reader, reader_options(args.reader_options)), template
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Evaluate as the parsed arguments say; returns the summary."""
-    from qrag_integrations.checkpoint import load_model
-    from qrag_training.settings import (
-        feedback_from,
-        load_episodes,
-        model_config_from,
-        run_config_from,
-        to_container,
-    )
+    from qrag_training.settings import feedback_from, load_episodes, run_config_from, to_container
 
     if args.threads:
         torch.set_num_threads(args.threads)
+    if args.baseline == "none" and not args.reader:
+        raise ValueError("--baseline none retrieves nothing: it needs --reader")
     overrides = list(args.overrides)
     env = args.env
     if args.jsonl:
@@ -251,25 +343,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         overrides.append(f"model.base_model={args.base_model}")
     cfg = compose_config(env, overrides)
     run_config = run_config_from(cfg)
-    episodes = load_episodes(cfg, run_config, "eval", needs_support=True)
+    reader, template = _reader_settings(args) if args.reader else (None, "")
+    reading = reader is not None
+    episodes = load_episodes(cfg, run_config, "eval", needs_support=not reading, needs_answer=reading)
     steps = int(args.steps or run_config.max_steps)
     feedback = feedback_from(cfg)
 
     started = time.perf_counter()
-    if args.baseline == "bm25":
-        results = bm25_retrieve(episodes, steps)
-        name = "bm25"
-    elif args.baseline in ("base", "dense"):
-        model = QRAGModel.from_base(model_config_from(cfg), device=args.device).eval()
-        name = f"{args.baseline}:{cfg.model.base_model}"
-        if args.baseline == "dense":
-            results = dense_retrieve(model, episodes, steps)
-        else:
-            results = greedy_retrieve(model, episodes, steps, args.batch_size, args.stop_threshold)
-    else:
-        model = load_model(args.checkpoint, device=args.device)
-        name = str(args.checkpoint)
-        results = greedy_retrieve(model, episodes, steps, args.batch_size, args.stop_threshold)
+    name, results = retrieve(args, cfg, episodes, steps)
     elapsed = time.perf_counter() - started
 
     summary: dict[str, Any] = summarize(episodes, results, feedback)
@@ -283,29 +364,66 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "data": to_container(cfg.env.eval),
         }
     )
+    chosen: list[list[int]] = []
+    answers: list[str] = []
+    if reader is not None:
+        started = time.perf_counter()
+        chosen, answers = answer_episodes(
+            reader, episodes, results, args.answer_chunks, template, args.reader_order, args.reader_batch
+        )
+        summary.update(answer_summary(episodes, answers, label_match=_label_match(cfg)))
+        summary.update(
+            {
+                "reader": getattr(reader, "name", type(reader).__name__),
+                "answer_chunks": str(args.answer_chunks),
+                "reader_order": args.reader_order,
+                "mean_reader_chunks": float(np.mean([len(c) for c in chosen])) if chosen else 0.0,
+                "reader_seconds": round(time.perf_counter() - started, 2),
+            }
+        )
     if args.out:
-        out = Path(args.out)
-        score_key = "scores" if args.baseline in ("dense", "bm25") else "q_values"
-        lines = []
-        for episode, result in zip(episodes, results):
-            em, f1 = fact_metrics(result.picked, episode.support)
-            lines.append(
-                json.dumps(
-                    {
-                        "id": episode.id,
-                        "question": episode.question,
-                        "picked": result.picked,
-                        "support": list(episode.support),
-                        "em": em,
-                        "f1": f1,
-                        score_key: result.scores,
-                    },
-                    ensure_ascii=False,
-                )
-            )
-        write_text_atomic(out / "samples.jsonl", "\n".join(lines) + "\n")
-        write_json_atomic(out / "summary.json", summary)
+        write_samples(Path(args.out), episodes, results, args.baseline in NOT_Q_VALUES, chosen, answers,
+                      _label_match(cfg))
+        write_json_atomic(Path(args.out) / "summary.json", summary)
     return summary
+
+
+def _label_match(cfg: Any) -> bool:
+    """BabiLong's label match is reported for bAbI data."""
+    return str(cfg.env.name) == "babilong"
+
+
+def write_samples(
+    out: Path,
+    episodes: Sequence[Episode],
+    results: Sequence[Retrieval],
+    plain_scores: bool,
+    chosen: Sequence[Sequence[int]] = (),
+    answers: Sequence[str] = (),
+    label_match: bool = False,
+) -> None:
+    """``out/samples.jsonl``: one line per episode (picks, fact EM / F1, scores; with answers: the
+    answer, the gold answer, answer EM / F1 (and label match) and the chunk ids the reader saw)."""
+    score_key = "scores" if plain_scores else "q_values"
+    lines = []
+    for i, (episode, result) in enumerate(zip(episodes, results)):
+        em, f1 = fact_metrics(result.picked, episode.support)
+        row: dict[str, Any] = {
+            "id": episode.id,
+            "question": episode.question,
+            "picked": result.picked,
+            "support": list(episode.support),
+            "em": em,
+            "f1": f1,
+            score_key: result.scores,
+        }
+        if answers:
+            row.update({"reader_chunks": list(chosen[i]), "answer": answers[i], "gold_answer": episode.answer})
+            if episode.answer is not None:
+                row.update(answer_summary([episode], answers[i : i + 1], label_match))
+                row.pop("n_answers")
+        lines.append(json.dumps(row, ensure_ascii=False))
+    write_text_atomic(out / "samples.jsonl", "\n".join(lines) + "\n")
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -313,7 +431,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("bm25s").setLevel(logging.WARNING)
     args = build_parser().parse_args(argv)
-    summary = run(args)
+    try:
+        summary = run(args)
+    except ReaderError as err:
+        raise SystemExit(f"qrag-eval: the reader failed: {err}") from err
     print(json.dumps(summary, indent=2, default=str))
 
 

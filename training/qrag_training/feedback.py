@@ -7,15 +7,18 @@ order), so one object serves any number of parallel environments.
 :class:`GroundTruthFeedback` is the paper's reward from supporting-fact labels. An LLM-answer
 reward (a reader model answers from the picked chunks; reward = answer exact match / F1, the
 paper's future work and the only option for corpora without support labels) plugs into the same
-protocol: implement :meth:`Feedback.reward` to score the answer when ``final`` is true (or at
-every step, to reward partial evidence), set ``requires_support = False``, and batch LLM calls
-inside the implementation if needed.
+protocol (:class:`qrag_training.llm_feedback.LLMAnswerFeedback`): it scores the answer when
+``final`` is true (or at every step), sets ``requires_support = False`` and implements the batch
+hook ``rewards(queries)`` (:class:`BatchFeedback`), through which the vectorised environment asks
+for the rewards of all its environments at once (:func:`score_picks`), so one reader call serves
+every environment whose episode ends on a step.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
 
 from qrag_training.data.episode import Episode
 
@@ -45,6 +48,43 @@ class Feedback(Protocol):
     def terminal(self, episode: Episode, picked: Sequence[int]) -> bool:
         """Whether the episode is solved and should end here (ignored if ``never_terminate``)."""
         ...
+
+
+@dataclass(frozen=True)
+class RewardQuery:
+    """One reward to compute: the arguments of :meth:`Feedback.reward` for one environment."""
+
+    episode: Episode
+    """The episode being played."""
+    picked: tuple[int, ...]
+    """Chunk indices picked so far, in pick order."""
+    final: bool = False
+    """This pick is the last one of the episode."""
+
+    @property
+    def step(self) -> int:
+        """1-based number of the latest pick."""
+        return len(self.picked)
+
+
+@runtime_checkable
+class BatchFeedback(Feedback, Protocol):
+    """A feedback that computes many rewards in one call (e.g. one batched reader call)."""
+
+    def rewards(self, queries: Sequence[RewardQuery]) -> list[float]:
+        """``rewards(queries)[i]`` is ``reward(q.episode, q.picked, q.step, q.final)`` for
+        ``q = queries[i]``."""
+        ...
+
+
+def score_picks(feedback: Feedback, queries: Sequence[RewardQuery]) -> list[float]:
+    """The rewards of ``queries``: one :meth:`BatchFeedback.rewards` call when the feedback has
+    the batch hook, else :meth:`Feedback.reward` query by query."""
+    if not queries:
+        return []
+    if isinstance(feedback, BatchFeedback):
+        return [float(r) for r in feedback.rewards(queries)]
+    return [float(feedback.reward(q.episode, list(q.picked), q.step, final=q.final)) for q in queries]
 
 
 class GroundTruthFeedback:
@@ -97,8 +137,18 @@ class GroundTruthFeedback:
         return self.completed(episode, picked)
 
 
-def build_feedback(kind: str, **kwargs: object) -> Feedback:
-    """A feedback by config name (``ground_truth``); kwargs go to its constructor."""
+#: ``feedback.kind`` values.
+FEEDBACK_KINDS = ("ground_truth", "llm")
+
+
+def build_feedback(kind: str, **kwargs: Any) -> Feedback:
+    """A feedback by config name: ``ground_truth`` (kwargs go to :class:`GroundTruthFeedback`) or
+    ``llm`` (kwargs go to :meth:`LLMAnswerFeedback.from_spec
+    <qrag_training.llm_feedback.LLMAnswerFeedback.from_spec>`, which builds the reader)."""
     if kind == "ground_truth":
-        return GroundTruthFeedback(**kwargs)  # type: ignore[arg-type]
-    raise ValueError(f"unknown feedback kind {kind!r}; known: ground_truth")
+        return GroundTruthFeedback(**kwargs)
+    if kind == "llm":
+        from qrag_training.llm_feedback import LLMAnswerFeedback
+
+        return LLMAnswerFeedback.from_spec(**kwargs)
+    raise ValueError(f"unknown feedback kind {kind!r}; known: {', '.join(FEEDBACK_KINDS)}")

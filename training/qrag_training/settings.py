@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -173,14 +174,39 @@ def feedback_from(cfg: DictConfig) -> Feedback:
     return build_feedback(fields.pop("kind"), **fields)
 
 
+def feedback_needs(feedback: Feedback) -> dict[str, bool]:
+    """What a feedback needs episodes to carry, as :func:`load_episodes` keyword arguments."""
+    return {
+        "needs_support": bool(feedback.requires_support),
+        "needs_answer": bool(getattr(feedback, "requires_answer", False)),
+    }
+
+
 def _hash_split(episodes: list[Episode], split: str | None) -> list[Episode]:
     if split is None:
         return episodes
     return [e for e in episodes if split_of(e.id) == split]
 
 
+def _keep(
+    episodes: list[Episode], which: str, what: str, has: Callable[[Episode], Any], hint: str
+) -> list[Episode]:
+    """Episodes that have ``what`` (``has(e)``); none left is an error saying what to do."""
+    kept = [e for e in episodes if has(e)]
+    if episodes and not kept:
+        raise ValueError(f"none of the {len(episodes)} {which} episodes has {what}; {hint}")
+    if len(kept) < len(episodes):
+        logger.warning("dropped %d %s episodes without %s", len(episodes) - len(kept), which, what)
+    return kept
+
+
 def load_episodes(
-    cfg: DictConfig, run: RunConfig, which: str, pool_pass: int = 0, needs_support: bool = True
+    cfg: DictConfig,
+    run: RunConfig,
+    which: str,
+    pool_pass: int = 0,
+    needs_support: bool = True,
+    needs_answer: bool = False,
 ) -> list[Episode]:
     """Load the training pool (``which="train"``) or the held-out episodes (``"eval"``).
 
@@ -190,7 +216,9 @@ def load_episodes(
         which: ``train`` or ``eval``.
         pool_pass: for the training pool with ``env.refresh_pool``: the pass number; the seed
             becomes ``seed * 1000 + pool_pass`` so every pass sees new episodes.
-        needs_support: drop episodes without supporting-fact labels (with a warning).
+        needs_support: drop episodes without supporting-fact labels (with a warning; an error
+            when none has them).
+        needs_answer: drop episodes without a gold answer (likewise).
     """
     if which not in ("train", "eval"):
         raise ValueError(f"which must be train or eval, got {which!r}")
@@ -200,10 +228,16 @@ def load_episodes(
     episodes = load_dataset(str(cfg.env.name), **kwargs)
     episodes = _hash_split(episodes, cfg.env.get(f"{which}_hash_split"))
     if needs_support:
-        kept = [e for e in episodes if e.support]
-        if len(kept) < len(episodes):
-            logger.warning("dropped %d %s episodes without supporting facts", len(episodes) - len(kept), which)
-        episodes = kept
+        episodes = _keep(
+            episodes, which, "supporting facts", lambda e: e.support,
+            "feedback=ground_truth needs them (support / support_text in a custom JSONL); "
+            "to train on answers alone use feedback=llm",
+        )
+    if needs_answer:
+        episodes = _keep(
+            episodes, which, "a gold answer", lambda e: e.answer is not None,
+            "an answer-based reward or evaluation (feedback=llm, qrag-eval --reader) needs one",
+        )
     if which == "eval":
         episodes = episodes[: run.eval_episodes]
     if not episodes:

@@ -50,6 +50,7 @@ from qrag_training.settings import (
     algo_kind,
     env_settings_from,
     feedback_from,
+    feedback_needs,
     load_episodes,
     model_config_from,
     next_hop_config_from,
@@ -103,9 +104,9 @@ class Trainer:
         self.model = model.eval()
 
         self.feedback = feedback_from(cfg)
-        needs_support = self.feedback.requires_support
+        needs = feedback_needs(self.feedback)
         self.stream = EpisodeStream(
-            lambda p: load_episodes(cfg, run, "train", pool_pass=p, needs_support=needs_support),
+            lambda p: load_episodes(cfg, run, "train", pool_pass=p, **needs),
             seed=run.seed,
             refresh=run.refresh_pool,
         )
@@ -118,7 +119,12 @@ class Trainer:
             settings = env_settings_from(run, model.config)
             envs = [RetrievalEnv(settings, self.feedback, model.state_text) for _ in range(run.envs_parallel)]
             self.venv = VectorEnv(envs, self.stream, self.agent, self.device)
-        self.eval_episodes = load_episodes(cfg, run, "eval", needs_support=True)
+        self.eval_episodes = load_episodes(cfg, run, "eval", **needs)
+        if run.checkpoint_metric.startswith("fact_") and not any(e.support for e in self.eval_episodes):
+            raise ValueError(
+                f"checkpoint_metric={run.checkpoint_metric} needs supporting facts in the held-out "
+                "episodes and they have none: use checkpoint_metric=reward (the answer reward)"
+            )
         self.best_metric = -math.inf
         self.last_eval: dict[str, float] = {}
 
@@ -284,6 +290,9 @@ class Trainer:
                 "seconds": round(time.perf_counter() - started, 1),
             }
             record.update({k: float(np.mean(v)) for k, v in window.items() if v})
+            feedback_stats = getattr(self.feedback, "stats", None)
+            if callable(feedback_stats):  # e.g. the LLM reward's reader calls and cache hits
+                record.update({f"feedback/{k}": v for k, v in feedback_stats().items()})
             if due_eval:
                 self._eval_and_save(record)
             # Logged before `last` is saved: a run killed in between resumes from the previous
