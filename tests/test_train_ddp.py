@@ -97,3 +97,51 @@ def test_next_hop_two_ranks_identical_weights(tmp_path: Path, tiny_bert_dir: Pat
     assert two[0]["updates"] == 2 and two[0]["env_steps"] == two[1]["env_steps"] > 0
     assert steps_logged(out) == [0, 1, 2]
     assert train_state(out)["agent"]["updates"] == 2
+
+
+def test_time_budget_stops_every_rank_at_the_same_update(tmp_path: Path, tiny_bert_dir: Path) -> None:
+    """Ranks' clocks differ; they agree to stop (else one would wait forever in a collective)."""
+    out = tmp_path / "run"
+    two = launch(2, tmp_path / "h", out, tiny_bert_dir, 50, "time_budget_minutes=0.0001", *PQN)
+    assert two[0]["updates"] == two[1]["updates"] == 1
+    assert two[0]["trained"] == two[1]["trained"]
+    assert steps_logged(out) == [0, 1] and train_state(out)["agent"]["updates"] == 1
+
+
+def _collectives(rank: int, world: int, init_file: str, results: dict) -> None:
+    import torch
+    import torch.distributed as dist
+
+    from qrag_training.distributed import DistContext
+
+    dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world)
+    ctx = DistContext(rank, world, rank)
+    trained = torch.nn.Parameter(torch.zeros(2, 3))
+    frozen_here = torch.nn.Parameter(torch.zeros(4))  # no gradient on rank 1 (a branch it did not use)
+    trained.grad = torch.full((2, 3), float(rank + 1))
+    if rank == 0:
+        frozen_here.grad = torch.arange(4.0)
+    ctx.average_gradients([trained, frozen_here])
+    module = torch.nn.Linear(2, 2)
+    torch.nn.init.constant_(module.weight, float(rank))
+    ctx.broadcast_module(module)
+    results[rank] = {
+        "trained": trained.grad.tolist(), "frozen": frozen_here.grad.tolist(),
+        "sums": ctx.sum_floats([rank, 1.5]), "any": ctx.any(rank == 1), "weight": module.weight.tolist(),
+        "object": ctx.broadcast_object(f"from {rank}"),
+    }
+    dist.destroy_process_group()
+
+
+def test_collectives_average_gradients_over_ranks(tmp_path: Path) -> None:
+    import torch.multiprocessing as mp
+
+    with mp.Manager() as manager:
+        results = manager.dict()
+        mp.spawn(_collectives, args=(2, str(tmp_path / "init"), results), nprocs=2)
+        got = dict(results)
+    for rank in (0, 1):
+        assert got[rank]["trained"] == [[1.5] * 3] * 2
+        assert got[rank]["frozen"] == [0.0, 0.5, 1.0, 1.5]
+        assert got[rank]["sums"] == [1.0, 3.0] and got[rank]["any"] is True
+        assert got[rank]["weight"] == [[0.0, 0.0], [0.0, 0.0]] and got[rank]["object"] == "from 0"

@@ -20,6 +20,12 @@ single process, so a plain run stays bit-identical):
   identical optimiser states keep the weights (and the Polyak targets) identical on all ranks.
 * **Side effects.** Rank 0 alone evaluates and writes the run folder (checkpoints, metrics,
   TensorBoard); the others log at WARNING. Checkpoint saves are fenced by barriers.
+* **Resume.** A checkpoint holds the model, optimiser, schedule, counters, target encoders and
+  rank 0's RNG and data-stream position; it resumes with any number of ranks. Every rank loads
+  all of it; rank 0 restores its RNGs, the others re-seed with :func:`rank_seed` from the step
+  and their rank. All ranks continue at rank 0's (pass, cursor) in their own stripe of the pool,
+  so after a change of world size a few episodes of the current pass may be seen twice or not at
+  all (ranks > 0 save neither their RNGs nor their stream positions).
 """
 
 from __future__ import annotations
