@@ -211,6 +211,8 @@ def embed_corpus(
         root: folder of stream caches; this corpus goes to :func:`cache_folder` ``(root, model, name)``.
         name: the corpus's name (one folder per name and encoder).
         ids: chunk ids, one per text, read alongside; default: the row numbers ``"0"``, ``"1"``, ...
+            They should be unique over the corpus (not checked across shards, to keep memory
+            bounded: a repeated id overwrites the earlier point when written to a store).
         shard_rows: texts per shard: the memory bound (texts plus ``shard_rows x D`` floats) and the
             work lost by an interruption. A resumed run must use the value of the first.
         batch_size: chunks per forward pass.

@@ -181,3 +181,15 @@ def test_shards_feed_qdrant_and_a_chunk_index(tmp_path: Path, model: QRAGModel) 
         index.add([next(rows) for _ in shard.ids], shard.embeddings, ids=shard.ids, doc_ids=["doc"] * len(shard.ids))
     assert index.ids == [f"c{i}" for i in range(23)]
     assert torch.equal(index.snapshot().embeddings, emb)
+
+
+def test_default_document_continues_across_shards_and_a_resumed_write(tmp_path: Path, model: QRAGModel) -> None:
+    texts = corpus(12)
+    result = embed_corpus(model, iter(texts), tmp_path, shard_rows=5)
+    source = QdrantSource(QdrantClient(":memory:"), "one-doc", model)
+    shards = read_shards(result.folder, model)
+    assert write_shards(source, [next(shards)], iter(texts)) == 5
+    assert write_shards(source, read_shards(result.folder, model), iter(texts)) == 7
+    stored = source.get([str(i) for i in range(12)])
+    assert len({c.doc_id for c in stored}) == 1
+    assert [c.order for c in stored] == list(range(12))
