@@ -16,7 +16,6 @@ entry whose manifest, header or values do not match what was asked raises
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import time
 from collections.abc import Sequence
@@ -31,6 +30,7 @@ from qrag_integrations.checkpoint import chunk_encoder_fingerprint
 from qrag_integrations.errors import QRAGError
 from qrag_integrations.manifests import read_manifest_file, safetensors_shapes
 from qrag_integrations.model import QRAGModel
+from qrag_integrations.streaming import texts_digest
 
 logger = logging.getLogger(__name__)
 
@@ -46,16 +46,6 @@ KEY_CHARS = 24  # hex characters of each hash in an entry's folder name
 
 class CacheError(QRAGError):
     """A cache entry that cannot be trusted (corrupt, or not what its name says)."""
-
-
-def texts_digest(texts: Sequence[str]) -> str:
-    """SHA-256 over the texts in order (each one length-prefixed, so no two lists collide)."""
-    digest = hashlib.sha256()
-    for text in texts:
-        data = text.encode("utf-8")
-        digest.update(len(data).to_bytes(8, "little"))
-        digest.update(data)
-    return digest.hexdigest()
 
 
 def entry_path(folder: Path, fingerprint: str, digest: str) -> Path:

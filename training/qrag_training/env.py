@@ -24,6 +24,7 @@ from torch.nn.utils.rnn import pad_sequence
 from qrag_integrations.config import PositionMode, QRAGConfig
 from qrag_integrations.positions import layout
 from qrag_training.data.episode import Episode
+from qrag_training.distributed import stripe
 from qrag_training.feedback import Feedback, RewardQuery, score_picks
 
 #: ``state_text(question, picked_texts_in_pick_order, picked_document_order) -> str``,
@@ -329,12 +330,24 @@ class EpisodeStream:
     (generators get a new seed, so training rarely sees an episode twice); otherwise the first
     pool is reused. The position in the stream is two integers (:meth:`state_dict`), so a resumed
     run continues exactly where it stopped.
+
+    In a data-parallel run every rank shuffles a pass with the same permutation and reads only
+    its stripe of it (:func:`qrag_training.distributed.stripe`), so ranks never share an episode
+    within a pass; ``rank=0, world_size=1`` reads the whole permutation.
     """
 
-    def __init__(self, load: Callable[[int], list[Episode]], seed: int, refresh: bool = False) -> None:
+    def __init__(
+        self,
+        load: Callable[[int], list[Episode]],
+        seed: int,
+        refresh: bool = False,
+        rank: int = 0,
+        world_size: int = 1,
+    ) -> None:
         self._load = load
         self.seed = seed
         self.refresh = refresh
+        self.rank, self.world_size = rank, world_size
         self.pass_index = 0
         self.cursor = 0
         self._pool: list[Episode] | None = None
@@ -345,7 +358,11 @@ class EpisodeStream:
             self._pool = self._load(self.pass_index if self.refresh else 0)
             if not self._pool:
                 raise ValueError("the training data set is empty")
-        self._order = np.random.default_rng(self.seed + self.pass_index).permutation(len(self._pool))
+        order = np.random.default_rng(self.seed + self.pass_index).permutation(len(self._pool))
+        self._order = np.asarray(stripe(order, self.rank, self.world_size), dtype=order.dtype)
+        if not len(self._order):
+            raise ValueError(f"the training pool ({len(self._pool)} episodes) has none for rank {self.rank} "
+                             f"of {self.world_size}")
 
     def __call__(self) -> Episode:
         if self._order is None:

@@ -26,6 +26,7 @@ from qrag_integrations.config import PositionMode
 from qrag_integrations.model import QRAGModel
 from qrag_integrations.positions import layout
 from qrag_training.data.episode import Episode
+from qrag_training.distributed import DistContext
 from qrag_training.optim import (
     load_scheduler_state,
     scheduled_adamw,
@@ -130,18 +131,22 @@ class NextHopLearner:
     ``optimizer``, ``scalars``, target tensors: none).
     """
 
-    def __init__(self, model: QRAGModel, config: NextHopConfig, seed: int = 0) -> None:
+    def __init__(
+        self, model: QRAGModel, config: NextHopConfig, seed: int = 0, dist: DistContext | None = None
+    ) -> None:
         if config.in_batch_negatives and model.config.position_mode is not PositionMode.NONE:
             raise ValueError("in_batch_negatives needs position_mode none (other episodes' chunks have no position)")
         self.model = model
         self.config = config
+        self.dist = dist or DistContext()
+        """Data-parallel place: gradients are averaged over the ranks before each step."""
         self.params = trainable_params(model)
         self.optimizer, self.scheduler = scheduled_adamw(self.params, config)
         self.rng = np.random.default_rng(seed)
         self.updates = 0
         """Optimiser steps taken."""
         self.env_steps = 0
-        """Training states seen (the counterpart of PQN's environment transitions)."""
+        """Training states seen over all ranks (the counterpart of PQN's environment transitions)."""
         self.alpha = None
         """No soft-greedy temperature: kept for the trainer's records."""
 
@@ -189,13 +194,14 @@ class NextHopLearner:
             q = q1 + q2
         loss = next_hop_loss(q, available, positive, c.temperature)
         loss.backward()
+        self.dist.average_gradients(self.params)
         norm = torch.nn.utils.clip_grad_norm_(self.params, c.max_grad_norm)
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         self.scheduler.step()
         model.eval()
         self.updates += 1
-        self.env_steps += len(states)
+        self.env_steps += int(self.dist.sum_floats([len(states)])[0])
         with torch.no_grad():
             best = q.detach().masked_fill(~available, float("-inf")).argmax(-1)
             acc = positive.gather(1, best[:, None]).float().mean()

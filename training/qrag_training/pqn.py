@@ -30,6 +30,7 @@ import torch.nn.functional as F
 
 from qrag_integrations.encoder import MeanPoolEncoder
 from qrag_integrations.model import QRAGModel
+from qrag_training.distributed import DistContext
 from qrag_training.env import FinalObservation, VectorEnv
 from qrag_training.optim import (
     load_scheduler_state,
@@ -230,9 +231,11 @@ class Rollout:
 class PQNAgent:
     """Online Q-RAG model, its target encoders, optimiser and schedule."""
 
-    def __init__(self, model: QRAGModel, config: PQNConfig, seed: int = 0) -> None:
+    def __init__(self, model: QRAGModel, config: PQNConfig, seed: int = 0, dist: DistContext | None = None) -> None:
         self.model = model
         self.config = config
+        self.dist = dist or DistContext()
+        """Data-parallel place: gradients are averaged over the ranks before each step."""
         self.target_state: MeanPoolEncoder = copy.deepcopy(model.state_encoder).requires_grad_(False).eval()
         self.target_chunk: MeanPoolEncoder = copy.deepcopy(model.chunk_encoder).requires_grad_(False).eval()
         self.params = trainable_params(model)
@@ -243,7 +246,7 @@ class PQNAgent:
         self.backward_passes = 0
         """Rollouts learned from (``accumulate_grads`` per optimiser step)."""
         self.env_steps = 0
-        """Environment transitions collected."""
+        """Environment transitions collected, over all ranks (``learning_start`` counts these)."""
         self.alpha = self._annealed_alpha()
 
     # -- schedule -------------------------------------------------------------------------------
@@ -368,7 +371,7 @@ class PQNAgent:
                 actions = sample_actions(soft_greedy_probs(q, mask, self.alpha, self.config.top_k), self.rng)
                 q_taken[t] = q.gather(1, torch.from_numpy(actions).to(q.device)[:, None])[:, 0].cpu()
             step = venv.step(actions)
-            self.env_steps += b
+            self.env_steps += b * self.dist.world_size  # every rank steps as many
             rollout.state_texts.append(texts)
             rollout.action_texts.append(step.action_texts)
             positions[t] = torch.from_numpy(step.action_positions)
@@ -428,7 +431,9 @@ class PQNAgent:
         return out
 
     def optimizer_step(self) -> float:
-        """Clip, step, schedule, anneal alpha, Polyak-update the targets; returns the grad norm."""
+        """Average the gradients over the ranks, clip, step, schedule, anneal alpha, Polyak-update
+        the targets; returns the grad norm."""
+        self.dist.average_gradients(self.params)
         norm = torch.nn.utils.clip_grad_norm_(self.params, self.config.max_grad_norm)
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)

@@ -59,7 +59,8 @@ class RunConfig:
     steps: int = 50_000
     """Optimiser steps (updates) of the whole run; the learning-rate schedule ends here."""
     batch_size: int = 64
-    """Transitions per rollout (``envs_parallel`` x rollout length)."""
+    """Transitions per rollout (``envs_parallel`` x rollout length); per rank in a multi-process
+    run (global batch = ``batch_size`` x ranks)."""
     envs_parallel: int = 4
     """Environments stepping in parallel (must divide ``batch_size``)."""
     eval_interval: int = 500
@@ -87,6 +88,11 @@ class RunConfig:
     learning-rate schedule still follows ``steps``. ``None``: no limit."""
     init_from: str | None = None
     """Start the weights from this checkpoint folder instead of the base encoder."""
+    dist_backend: str | None = None
+    """``torch.distributed`` backend of a multi-process run (``WORLD_SIZE > 1``, e.g. under
+    ``torchrun``): ``gloo``, ``nccl`` or ``mpi``; ``None``: ``nccl`` on CUDA, ``gloo`` on CPU."""
+    dist_timeout_minutes: float = 60.0
+    """How long ranks wait in a collective (they wait while rank 0 evaluates and saves)."""
     max_steps: int = 6
     """``env.max_steps``: picks per episode (training and evaluation)."""
     refresh_pool: bool = False
@@ -99,6 +105,10 @@ class RunConfig:
                      "save_interval", "max_steps"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.dist_backend not in (None, "gloo", "nccl", "mpi"):
+            raise ValueError(f"dist_backend must be gloo, nccl, mpi or null, got {self.dist_backend!r}")
+        if self.dist_timeout_minutes <= 0:
+            raise ValueError(f"dist_timeout_minutes must be > 0, got {self.dist_timeout_minutes}")
         if self.batch_size % self.envs_parallel:
             raise ValueError(
                 f"batch_size ({self.batch_size}) must be a multiple of envs_parallel ({self.envs_parallel})"

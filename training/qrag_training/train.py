@@ -10,6 +10,11 @@ One readable loop::
 
 Run folder (``out_dir``): ``last/`` (checkpoint + ``train_state/``), ``best/``, ``tb/``
 (TensorBoard), ``metrics.jsonl``. ``resume=true`` continues from ``out_dir/last``.
+
+Under ``torchrun --nproc_per_node N`` (``WORLD_SIZE > 1``) the same loop runs data-parallel
+(:mod:`qrag_training.distributed`): per-rank batches, averaged gradients, rank 0 alone evaluates
+and writes. A checkpoint holds rank 0's RNGs; resuming with another number of ranks works (ranks
+> 0 re-seed from the step and their rank).
 """
 
 from __future__ import annotations
@@ -41,6 +46,14 @@ from qrag_training.run_folder import (
     rng_state,
     save_run_checkpoint,
     set_rng_state,
+)
+from qrag_training.distributed import (
+    context_from_env,
+    init_distributed,
+    quiet_other_ranks,
+    rank_device,
+    rank_seed,
+    shutdown,
 )
 from qrag_training.env import EpisodeStream, RetrievalEnv, VectorEnv
 from qrag_training.evaluate import greedy_retrieve, summarize
@@ -79,17 +92,24 @@ class Trainer:
     def __init__(self, cfg: DictConfig) -> None:
         self.cfg = cfg
         self.run = run = run_config_from(cfg)
-        self.out_dir = Path(run.out_dir)
-        prepare_run_dir(self.out_dir, resume=run.resume, overwrite=run.overwrite)
+        self.dist = ctx = context_from_env()
+        device = rank_device(run.device, ctx)
+        quiet_other_ranks(ctx)
+        init_distributed(ctx, device, run.dist_backend, run.dist_timeout_minutes)
+        # rank 0's folder (a `${now:...}` out_dir may resolve to another second on other ranks)
+        self.out_dir = Path(ctx.broadcast_object(run.out_dir))
+        if ctx.is_main:
+            prepare_run_dir(self.out_dir, resume=run.resume, overwrite=run.overwrite)
+        ctx.barrier()
         if run.torch_threads:
             torch.set_num_threads(run.torch_threads)
-        self.device = torch.device(run.device)
-        seed_everything(run.seed)
+        self.device = torch.device(device)
+        seed_everything(run.seed)  # the same on every rank: the model is built identically
         self.config_yaml = OmegaConf.to_yaml(cfg, resolve=True)
 
         last = self.out_dir / "last"
         self.resuming = run.resume and has_train_state(last)
-        if run.resume and not self.resuming:
+        if run.resume and not self.resuming and ctx.is_main:
             logger.warning("resume=true but %s has no training state: starting a new run", last)
             self._trim_metrics(-1)  # rows of a run killed before its first save
         model_config = model_config_from(cfg)
@@ -101,7 +121,9 @@ class Trainer:
         else:
             model = QRAGModel.from_base(model_config, device=self.device)
         model.config.extra = {"trainer": "qrag_training", "train_config": to_container(cfg)}
+        ctx.broadcast_module(model)  # identical weights on every rank before targets are copied
         self.model = model.eval()
+        seed = rank_seed(run.seed, ctx.rank)
 
         self.feedback = feedback_from(cfg)
         needs = feedback_needs(self.feedback)
@@ -109,18 +131,20 @@ class Trainer:
             lambda p: load_episodes(cfg, run, "train", pool_pass=p, **needs),
             seed=run.seed,
             refresh=run.refresh_pool,
+            rank=ctx.rank,
+            world_size=ctx.world_size,
         )
         self.venv: VectorEnv | None = None
         self.agent: PQNAgent | NextHopLearner
         if algo_kind(cfg) == "next_hop":
-            self.agent = NextHopLearner(model, next_hop_config_from(cfg, run), seed=run.seed)
+            self.agent = NextHopLearner(model, next_hop_config_from(cfg, run), seed=seed, dist=ctx)
         else:
-            self.agent = PQNAgent(model, pqn_config_from(cfg, run), seed=run.seed)
+            self.agent = PQNAgent(model, pqn_config_from(cfg, run), seed=seed, dist=ctx)
             settings = env_settings_from(run, model.config)
             envs = [RetrievalEnv(settings, self.feedback, model.state_text) for _ in range(run.envs_parallel)]
             self.venv = VectorEnv(envs, self.stream, self.agent, self.device)
-        self.eval_episodes = load_episodes(cfg, run, "eval", **needs)
-        if run.checkpoint_metric.startswith("fact_") and not any(e.support for e in self.eval_episodes):
+        self.eval_episodes = load_episodes(cfg, run, "eval", **needs) if ctx.is_main else []
+        if ctx.is_main and run.checkpoint_metric.startswith("fact_") and not any(e.support for e in self.eval_episodes):
             raise ValueError(
                 f"checkpoint_metric={run.checkpoint_metric} needs supporting facts in the held-out "
                 "episodes and they have none: use checkpoint_metric=reward (the answer reward)"
@@ -136,13 +160,22 @@ class Trainer:
             self.stream.load_state_dict(state["stream"])
             self.best_metric = float(state["best_metric"]) if state["best_metric"] is not None else -math.inf
             self.last_eval = state.get("last_eval", {})
-            set_rng_state(state["rng"], tensors)
-            self._trim_metrics(self.agent.updates)
-        from torch.utils.tensorboard import SummaryWriter
+            if ctx.is_main:
+                set_rng_state(state["rng"], tensors)
+                self._trim_metrics(self.agent.updates)
+            else:  # the checkpoint holds rank 0's RNGs only
+                seed = rank_seed(run.seed, ctx.rank, self.agent.updates)
+                seed_everything(seed)
+                self.agent.rng = np.random.default_rng(seed)
+        elif not ctx.is_main:
+            seed_everything(seed)  # dropout differs between ranks, like their data
+        self.writer: Any = None
+        if ctx.is_main:
+            from torch.utils.tensorboard import SummaryWriter
 
-        self.writer = SummaryWriter(
-            str(self.out_dir / TB_DIR), purge_step=self.agent.updates + 1 if self.resuming else 0
-        )
+            self.writer = SummaryWriter(
+                str(self.out_dir / TB_DIR), purge_step=self.agent.updates + 1 if self.resuming else 0
+            )
 
     # -- helpers --------------------------------------------------------------------------------
     def _check_same_model(self, wanted: Any, model: QRAGModel, source: str) -> None:
@@ -209,6 +242,7 @@ class Trainer:
                     "best_metric": self.best_metric if math.isfinite(self.best_metric) else None,
                     "last_eval": self.last_eval,
                     "rng": rng_json,
+                    "world_size": self.dist.world_size,
                 },
                 "tensors": {**self.agent.target_tensors(), **rng_tensors},
                 "optimizer_state": self.agent.optimizer.state_dict(),
@@ -249,11 +283,14 @@ class Trainer:
         returns: list[float] = []
         solved: list[bool] = []
         record: dict[str, Any] = {"step": agent.updates}
+        ctx = self.dist
         if agent.updates == 0 and run.eval_at_start and total > 0:
-            self._eval_and_save(record)
-            self._log(record)
+            if ctx.is_main:
+                self._eval_and_save(record)
+                self._log(record)
+            ctx.barrier()
         bar = tqdm(
-            total=total, initial=agent.updates, desc="qrag-train", unit="upd",
+            total=total, initial=agent.updates, desc="qrag-train", unit="upd", disable=not ctx.is_main,
             mininterval=1.0 if sys.stderr.isatty() else 30.0, dynamic_ncols=True,
         )
         started = time.perf_counter()
@@ -275,6 +312,8 @@ class Trainer:
             bar.update(1)
             u = agent.updates
             out_of_time = time.perf_counter() - started >= budget_s
+            if ctx.enabled and math.isfinite(budget_s):
+                out_of_time = ctx.any(out_of_time)  # every rank stops at the same update
             due_eval = u % run.eval_interval == 0 or u == total or out_of_time
             due_save = u % run.save_interval == 0 or u == total or out_of_time
             if u % run.log_interval and not due_eval and not due_save:
@@ -293,13 +332,19 @@ class Trainer:
             feedback_stats = getattr(self.feedback, "stats", None)
             if callable(feedback_stats):  # e.g. the LLM reward's reader calls and cache hits
                 record.update({f"feedback/{k}": v for k, v in feedback_stats().items()})
-            if due_eval:
+            if ctx.enabled:
+                record.update(self._reduced(returns, solved, window))
+            if due_eval and ctx.is_main:
                 self._eval_and_save(record)
             # Logged before `last` is saved: a run killed in between resumes from the previous
             # `last`, drops this row and logs it again; the other order would lose it.
-            self._log(record)
-            if due_save:
-                self.save("last", with_state=True)
+            if ctx.is_main:
+                self._log(record)
+            if due_save or due_eval:
+                ctx.barrier()  # the others wait here while rank 0 evaluates and writes
+                if due_save and ctx.is_main:
+                    self.save("last", with_state=True)
+                ctx.barrier()
             bar.set_postfix_str(self._summary(record), refresh=False)
             logger.info("step %d %s", u, self._summary(record))
             returns, solved = [], []
@@ -309,8 +354,25 @@ class Trainer:
                             run.time_budget_minutes, u, total)
                 break
         bar.close()
-        self.writer.close()
+        if self.writer is not None:
+            self.writer.close()
         return record
+
+    def _reduced(self, returns: list[float], solved: list[bool], window: dict[str, list[float]]) -> dict[str, Any]:
+        """Record fields over all ranks' episodes and steps (a collective: every rank calls it)."""
+        keys = list(window)
+        sums = self.dist.sum_floats(
+            [sum(returns), len(returns), float(sum(solved))]
+            + [x for k in keys for x in (sum(window[k]), len(window[k]))]
+        )
+        out: dict[str, Any] = {"episodes": int(sums[1])}
+        out["reward"] = sums[0] / sums[1] if sums[1] else None
+        out["success"] = sums[2] / sums[1] if sums[1] else None
+        for i, k in enumerate(keys):
+            total, count = sums[3 + 2 * i], sums[4 + 2 * i]
+            if count:
+                out[k] = total / count
+        return out
 
 
 def run(cfg: DictConfig) -> dict[str, Any]:
@@ -318,7 +380,10 @@ def run(cfg: DictConfig) -> dict[str, Any]:
     import transformers
 
     transformers.utils.logging.disable_progress_bar()  # no per-save "Writing shards" bars
-    return Trainer(cfg).train()
+    try:
+        return Trainer(cfg).train()
+    finally:
+        shutdown(context_from_env())
 
 
 #: The Hydra config tree (an absolute path, so the console script and ``python -m`` both find it).
