@@ -45,7 +45,7 @@ def plot_metrics(metrics: str | Path, out: str | Path | None = None, title: str 
     out = Path(out) if out else metrics.with_suffix(".png")
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 7), sharex=True)
     for key, label in (("reward", "train episode reward"), ("success", "train solved share"),
-                       ("loss", "train loss (next hop)"), ("hop_accuracy", "train next-hop accuracy")):
+                       ("loss", "train loss (TD for PQN, cross-entropy for next hop)"), ("hop_accuracy", "train next-hop accuracy")):
         xs, ys = _series(records, key)
         if xs:
             top.plot(xs, ys, label=label)
