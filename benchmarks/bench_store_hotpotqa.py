@@ -13,10 +13,12 @@ default; choose here), ``eval`` the held-out bucket 0. Gold = the supporting par
 Per candidates-per-step value: ``same_picks``, ``recall_exact`` (share of the exact picks among
 the store's picks), ``em@2`` / ``em@4`` (both supporting paragraphs among the first 2 / 4 picks),
 ``exact_rate`` (steps whose candidates held the exact arg-max; ``--check-exact``, a second untimed
-pass) and per-question latency (state encoding included); the exact search gets the same columns.
+pass, on the first ``--check-limit`` questions) and per-question latency (state encoding
+included); the exact search gets the same columns.
 
-    python benchmarks/bench_store_hotpotqa.py --limit 20                 # smoke, a few minutes
+    python benchmarks/bench_store_hotpotqa.py --limit 20                 # smoke, under a minute
     python benchmarks/bench_store_hotpotqa.py                            # the whole val split
+    python benchmarks/bench_store_hotpotqa.py --questions 40 --check-exact --out /tmp/x.json  # whole pool
 """
 
 from __future__ import annotations
@@ -58,6 +60,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--split", choices=("val", "eval"), default="val",
                    help="val = validation slice of the training side; eval = held-out bucket 0")
     p.add_argument("--limit", type=int, help="at most this many questions (and only their paragraphs)")
+    p.add_argument("--questions", type=int, help="search only the first this many (the pool keeps all paragraphs)")
+    p.add_argument("--check-limit", type=int, help="with --check-exact: check only the first this many questions")
     add_store_args(p, "results/store_hotpotqa_<split>.json")
     return p.parse_args(argv)
 
@@ -89,7 +93,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
     runs = {c: {"picks": [], "seconds": [], "checked": 0, "found": 0} for c in args.candidates}
     exact_picks, exact_secs = [], []
     loop_started = time.perf_counter()
-    for i, question in enumerate(problem.questions):
+    questions, gold = problem.questions[: args.questions], problem.gold[: args.questions]
+    for i, question in enumerate(questions):
         picks, secs = timed(lambda q, k: exact.search(q, k), question, args.steps)
         exact_picks.append(picks)
         exact_secs.append(secs)
@@ -97,7 +102,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
             picks, secs = timed(lambda q, k: searchers[cps].search(q, k), question, args.steps)
             run["picks"].append(picks)
             run["seconds"].append(secs)
-            if args.check_exact:
+            if args.check_exact and i < (args.check_limit or len(questions)):
                 checked = StoreSearcher(model, source, candidates_per_step=cps, check_exact=True)
                 checked.search([question], args.steps)
                 run["checked"] += checked.stats.exact_checked
@@ -108,17 +113,19 @@ def main(argv: Sequence[str] | None = None) -> dict:
     result: dict = {
         "benchmark": "store_hotpotqa", "checkpoint": args.checkpoint, "split": args.split,
         "split_note": "eval = held-out hash bucket 0; val = validation slice of the training side",
-        "setting": "pooled", "questions": len(episodes), "paragraphs": len(problem.texts),
+        "setting": "pooled", "questions": len(questions), "pool_questions": len(episodes),
+        "paragraphs": len(problem.texts),
         "steps": args.steps, "candidates": args.candidates, "check_exact": args.check_exact,
+        "check_limit": args.check_limit if args.check_exact else None,
         "qdrant": str(args.qdrant_path) if args.qdrant_path else ":memory:",
         "command": common.command_line(list(argv) if argv is not None else None),
         "code": common.code_version(), "machine": common.machine_info(args.threads, "cpu"),
         "embed_seconds": round(embed_secs, 1), "ingest_seconds": round(ingest_secs, 2),
         "layout_seconds": round(layout_secs, 2),
-        "exact": row(exact_picks, exact_picks, problem.gold, exact_secs), "store": {},
+        "exact": row(exact_picks, exact_picks, gold, exact_secs), "store": {},
     }
     for cps, run in runs.items():
-        r = row(run["picks"], exact_picks, problem.gold, run["seconds"])
+        r = row(run["picks"], exact_picks, gold, run["seconds"])
         r["exact_rate"] = run["found"] / run["checked"] if run["checked"] else None
         result["store"][str(cps)] = r
     result["seconds"] = round(time.perf_counter() - loop_started + embed_secs + ingest_secs + layout_secs, 1)
@@ -127,8 +134,9 @@ def main(argv: Sequence[str] | None = None) -> dict:
     ex = result["exact"]
     print(f"exact: EM@2 {ex['em@2']:.3f} EM@4 {ex['em@4']:.3f} {ex['seconds_mean']:.3f}s")
     for c, r in result["store"].items():
+        rate = "" if r["exact_rate"] is None else f" exact_rate {r['exact_rate']:.3f}"
         print(f"{c:>4}/step: same {r['same_picks']:.3f} recall {r['recall_exact']:.3f} EM@2 {r['em@2']:.3f} "
-              f"EM@4 {r['em@4']:.3f} {r['seconds_mean']:.3f}s" + (f" exact_rate {r['exact_rate']:.3f}" if r["exact_rate"] is not None else ""))
+              f"EM@4 {r['em@4']:.3f} {r['seconds_mean']:.3f}s{rate}")
     print(f"wrote {out} ({result['seconds']:.0f} s)")
     return result
 
