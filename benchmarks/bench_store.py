@@ -130,17 +130,21 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--tasks", default="qa1,qa2", help="comma-separated bAbI tasks")
     p.add_argument("--tokens", type=int, default=4000, help="haystack length in tokens (1000000 for 1M)")
     p.add_argument("--n", type=int, default=5, help="samples per task")
-    p.add_argument("--candidates", default="16,64,256", help="comma-separated candidates per step")
+    p.add_argument("--seed", type=int, default=424242, help="episode and noise-pool seed (bench_babilong's test split)")
+    p.add_argument("--cache-dir", type=Path, default=CACHE_DIR, help="where pool embeddings are cached")
+    add_store_args(p, "results/store_<tokens>.json")
+    return p.parse_args(argv)
+
+
+def add_store_args(p: argparse.ArgumentParser, default_out: str) -> None:
+    """The options every store benchmark shares (also ``bench_store_hotpotqa.py``)."""
+    p.add_argument("--candidates", type=lambda s: [int(c) for c in s.split(",") if c.strip()], default="16,64,256",
+                   help="comma-separated candidates per step")
     p.add_argument("--steps", type=int, default=4, help="search steps per question")
     p.add_argument("--check-exact", action="store_true", help="count steps whose candidates held the exact arg-max (slower)")
-    p.add_argument("--seed", type=int, default=424242, help="episode and noise-pool seed (bench_babilong's test split)")
     p.add_argument("--qdrant-path", type=Path, help="folder of an embedded on-disk Qdrant (default: in memory)")
-    p.add_argument("--cache-dir", type=Path, default=CACHE_DIR, help="where pool embeddings are cached")
     p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--out", type=Path, help="JSON path (default results/store_<tokens>.json)")
-    args = p.parse_args(argv)
-    args.candidates = [int(c) for c in args.candidates.split(",") if c.strip()]
-    return args
+    p.add_argument("--out", type=Path, help=f"JSON path (default {default_out})")
 
 
 def main(argv: Sequence[str] | None = None) -> dict:
