@@ -6,7 +6,7 @@ import json
 
 import pytest
 from qrag_training.data.episode import Episode
-from qrag_training.evaluate import bm25_retrieve, fact_metrics, greedy_retrieve, main, summarize
+from qrag_training.evaluate import Retrieval, bm25_retrieve, fact_metrics, greedy_retrieve, main, summarize
 
 
 def test_fact_metrics():
@@ -59,6 +59,15 @@ def test_bm25_and_summary():
     assert [r.picked for r in results] == [[0]] * 3
     summary = summarize(episodes(), results)
     assert summary["fact_em"] == 1.0 and summary["n"] == 3
+
+
+def test_fact_em_at_facts_counts_only_the_first_picks():
+    two_facts = [Episode(id=str(i), question="where is the apple?", chunks=["a", "b", "c", "d"], support=[0, 2])
+                 for i in range(3)]
+    results = [Retrieval([2, 0, 1]), Retrieval([0, 1, 2]), Retrieval([1, 3, 0])]
+    summary = summarize(two_facts, results)
+    assert summary["fact_em"] == pytest.approx(2 / 3)
+    assert summary["fact_em_at_facts"] == pytest.approx(1 / 3)  # only [2, 0] holds both facts in 2 picks
 
 
 def test_cli_writes_samples_and_summary(tmp_path, tiny_bert_dir, capsys):

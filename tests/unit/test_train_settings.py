@@ -40,6 +40,7 @@ def test_a_value_of_the_wrong_type_is_refused_naming_the_field() -> None:
         ({"batch_size": 10, "envs_parallel": 4}, r"batch_size \(10\) must be a multiple of envs_parallel \(4\)"),
         ({"log_interval": 0}, "log_interval must be >= 1"),
         ({"steps": -1}, "steps must be >= 0"),
+        ({"checkpoint_metric": "fact_em@2"}, "checkpoint_metric must be one of fact_em, fact_em_at_facts"),
     ],
 )
 def test_inconsistent_settings_are_refused(changes: dict, message: str) -> None:

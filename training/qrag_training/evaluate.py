@@ -108,7 +108,8 @@ class Retrieval:
 def summarize(
     episodes: Sequence[Episode], results: Sequence[Retrieval], feedback: Feedback | None = None
 ) -> dict[str, float]:
-    """Mean fact EM / F1 (over the episodes with supporting facts), mean number of picks and
+    """Mean fact EM / F1 (over the episodes with supporting facts), fact EM of the first picks only
+    (as many as the episode has facts: ``fact_em_at_facts``), mean number of picks and
     (with a feedback) mean episode reward, all rewards asked in one batch
     (:func:`~qrag_training.feedback.score_picks`)."""
     labeled = [(e, r) for e, r in zip(episodes, results) if e.support]
@@ -116,6 +117,12 @@ def summarize(
     out = {
         "fact_em": float(np.mean([em for em, _ in facts])) if facts else 0.0,
         "fact_f1": float(np.mean([f1 for _, f1 in facts])) if facts else 0.0,
+        # precision of the first picks: EM when only as many picks count as there are facts
+        "fact_em_at_facts": (
+            float(np.mean([fact_metrics(r.picked[: len(e.support)], e.support)[0] for e, r in labeled]))
+            if labeled
+            else 0.0
+        ),
         "mean_steps": float(np.mean([len(r.picked) for r in results])) if results else 0.0,
         "n": len(results),
     }

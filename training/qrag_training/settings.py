@@ -40,6 +40,8 @@ _ENV_MODEL_FIELDS = (
 _MODEL_FIELDS = ("base_model", "trainable_layers", "output_scale", "normalize", "question_weight", "rope_theta")
 #: ``algo.kind`` values: the learner each builds its config for.
 ALGO_KINDS = ("pqn", "next_hop")
+#: Eval metrics that can select ``out_dir/best`` (keys of :func:`qrag_training.evaluate.summarize`).
+CHECKPOINT_METRICS = ("fact_em", "fact_em_at_facts", "fact_f1", "reward")
 
 
 @dataclass
@@ -78,7 +80,8 @@ class RunConfig:
     save_interval: int = 500
     """Updates between saves of ``out_dir/last``."""
     checkpoint_metric: str = "fact_em"
-    """Eval metric (``fact_em``, ``fact_f1`` or ``reward``) that selects ``out_dir/best``."""
+    """Eval metric (``fact_em``, ``fact_em_at_facts``, ``fact_f1`` or ``reward``) that selects
+    ``out_dir/best``."""
     resume: bool = False
     """Continue from ``out_dir/last``."""
     overwrite: bool = False
@@ -105,6 +108,10 @@ class RunConfig:
                      "save_interval", "max_steps"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.checkpoint_metric not in CHECKPOINT_METRICS:
+            raise ValueError(
+                f"checkpoint_metric must be one of {', '.join(CHECKPOINT_METRICS)}, got {self.checkpoint_metric!r}"
+            )
         if self.dist_backend not in (None, "gloo", "nccl", "mpi"):
             raise ValueError(f"dist_backend must be gloo, nccl, mpi or null, got {self.dist_backend!r}")
         if self.dist_timeout_minutes <= 0:

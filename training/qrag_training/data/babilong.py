@@ -103,7 +103,8 @@ def babilong_dataset(
     Args:
         task: bAbI task, "qa1".."qa5"; several tasks ("qa1,qa2,qa3" or a list) mix them:
             ``n`` is shared out evenly (the first tasks get one more when it does not divide)
-            and the episodes are interleaved task by task.
+            and the episodes are interleaved task by task; a task named twice gets twice the
+            share (distinct samples, not copies).
         n: Number of episodes.
         target_tokens: Context length in tokens (e.g. 4000 -> 160 sentences); a list of
             lengths is a curriculum-free mix: episode ``i`` of each task takes length
@@ -126,11 +127,17 @@ def babilong_dataset(
     # one generator per (task, length), used in episode order: a single-task, single-length
     # call gives exactly the episodes it gave before mixing existed
     rngs: dict[tuple[str, int], random.Random] = {}
+    counts = [n // len(tasks) + (1 if t_index < n % len(tasks) else 0) for t_index in range(len(tasks))]
+    # a task named twice weighs twice: its samples come from one stream, shared out in order
+    streams = {
+        name: iter(enumerate(generate_babi(name, sum(c for t, c in zip(tasks, counts) if t == name), seed, story_len)))
+        for name in dict.fromkeys(tasks)
+    }
     per_task: list[list[Episode]] = []
-    for t_index, name in enumerate(tasks):
-        count = n // len(tasks) + (1 if t_index < n % len(tasks) else 0)
+    for name, count in zip(tasks, counts):
         episodes = []
-        for i, sample in enumerate(generate_babi(name, count, seed, story_len)):
+        for _ in range(count):
+            i, sample = next(streams[name])
             tokens = lengths[i % len(lengths)]
             rng = rngs.setdefault((name, tokens), random.Random(f"{SOURCE_NAME}-{name}-{tokens}-{seed}"))
             episodes.append(
