@@ -66,6 +66,8 @@ from qrag_training.evaluate import Retrieval, bm25_retrieve, dense_retrieve, gre
 
 SPLIT_SEEDS = {"test": 424242, "val": 555555}
 RULER_VARIANTS = (NIAH_SINGLE, NIAH_MULTIKEY, NIAH_MULTIVALUE)
+#: Baselines run beside the checkpoints (``--baselines``): see the module docstring.
+BASELINES = ("untrained", "dense", "bm25")
 #: Largest noise pool (sentences): 1M tokens. Longer haystacks repeat it.
 POOL_MAX = 40_000
 #: Haystacks of at least this many tokens get ``--n-large`` samples.
@@ -166,6 +168,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--ruler", default=",".join(RULER_VARIANTS), help="comma-separated RULER variants ('' for none)")
     p.add_argument("--ruler-lengths", help="comma-separated RULER lengths in tokens (default: the mode's)")
     p.add_argument("--ruler-n", type=int, help="samples per RULER cell (default: the mode's)")
+    p.add_argument("--baselines", default=",".join(BASELINES),
+                   help="comma-separated baselines to run beside the checkpoints ('' for none: a checkpoint "
+                        "choice on the val split needs no baselines)")
     p.add_argument("--steps", type=int, default=6, help="step budget of the multi-step methods, k of top-k")
     p.add_argument("--stop-thresholds", default="0.5",
                    help="comma-separated stop_threshold values reported for the checkpoints")
@@ -195,16 +200,23 @@ def main(argv: Sequence[str] | None = None) -> dict:
 
     longest = max([t for t in lengths if tasks] + [t for t in ruler_lengths if variants])
     pool = NoiseSource(MIXED).pool(min(tokens_to_sentences(longest), POOL_MAX), seed=args.seed)
-    untrained = load_model(args.base or default_checkpoint())
+    baselines = [b.strip() for b in args.baselines.split(",") if b.strip()]
+    unknown = sorted(set(baselines) - set(BASELINES))
+    if unknown:
+        raise SystemExit(f"bench_babilong: unknown baseline(s) {', '.join(unknown)}; choose from {', '.join(BASELINES)}")
     methods: list[Method] = []
     pool_info: dict[str, dict] = {}
     for name, path in checkpoints.items():
         model = load_model(path)
         embed, pool_info[name] = pool_embedder(model, pool.sentences, args.cache_dir)
         methods.append(Method(name, "multi-step", model, embed, stop=True))
-    embed, pool_info["untrained"] = pool_embedder(untrained, pool.sentences, args.cache_dir)
-    methods += [Method("untrained", "multi-step", untrained, embed), Method("dense", "dense", untrained, embed),
-                Method("bm25", "bm25")]
+    if {"untrained", "dense"} & set(baselines):
+        untrained = load_model(args.base or default_checkpoint())
+        embed, pool_info["untrained"] = pool_embedder(untrained, pool.sentences, args.cache_dir)
+        methods += [Method(name, kind, untrained, embed)
+                    for name, kind in (("untrained", "multi-step"), ("dense", "dense")) if name in baselines]
+    if "bm25" in baselines:
+        methods.append(Method("bm25", "bm25"))
     for name, info in pool_info.items():
         print(f"pool of {info['pool_texts']} sentences for {name}: "
               f"{'read from the cache' if info['cache_hit'] else 'embedded and cached'} in {info['seconds']:.0f} s", flush=True)

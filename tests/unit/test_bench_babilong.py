@@ -148,3 +148,17 @@ def test_merge_replaces_cells_of_the_same_suite_task_and_length():
     assert merged["commands"] == ["a", "b"] and merged["seconds"] == 2.0
     with pytest.raises(ValueError, match="seed"):
         merge([run([]), run([], seed=2)])
+
+
+def test_baselines_can_be_left_out_or_chosen(tiny_bert_dir, tmp_path):
+    import bench_babilong
+
+    argv = ["--tasks", "qa1", "--lengths", "1000", "--n", "2", "--ruler", "", "--base", str(tiny_bert_dir),
+            "--checkpoint", f"tiny={tiny_bert_dir}", "--cache-dir", str(tmp_path / "cache"), "--no-plot"]
+    alone = bench_babilong.main([*argv, "--baselines", "", "--out", str(tmp_path / "a.json")])
+    assert alone["methods"] == {"tiny": "multi-step"}
+    assert list(alone["cells"][0]["methods"]) == ["tiny"]
+    some = bench_babilong.main([*argv, "--baselines", "bm25,dense", "--out", str(tmp_path / "b.json")])
+    assert some["methods"] == {"tiny": "multi-step", "dense": "dense", "bm25": "bm25"}
+    with pytest.raises(SystemExit, match="unknown baseline.*bm52"):
+        bench_babilong.main([*argv, "--baselines", "bm52"])
