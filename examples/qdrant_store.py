@@ -21,6 +21,9 @@ from qrag_integrations.demo import load_sample
 
 sample = load_sample()
 client = QdrantClient(":memory:")  # or QdrantClient(path="qdrant_data"), or url=... for a server
+# check_exact=True also scores every chunk each step to count how often the candidates held the
+# exact arg-max (the "store stats" line below): fine for this 160-chunk sample, a full scan per step
+# on a big collection. Leave it off (the default) in production.
 retriever = QRAGRetriever.from_store(
     client, collection_name="story", checkpoint=demo_checkpoint(), k=3, candidates_per_step=64, check_exact=True
 )
