@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -62,3 +63,16 @@ def tiny_bert_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def tiny_bert_dir_48(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Like ``tiny_bert_dir`` with hidden size 48 (for embedding-size mismatch tests)."""
     return build_tiny_bert(tmp_path_factory.mktemp("tiny_bert_48"), hidden_size=48, seed=1)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _reader_cache_of_the_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Converted reader models (``TransformersReader``'s GGUF cache) go to a folder of this
+    session, not the user's ``~/.cache``; a ``QRAG_CACHE_DIR`` set by the caller is kept (a
+    persistent one spares the slow tests the SmolLM2 conversion)."""
+    if "QRAG_CACHE_DIR" in os.environ:
+        yield
+        return
+    os.environ["QRAG_CACHE_DIR"] = str(tmp_path_factory.mktemp("qrag_cache"))
+    yield
+    os.environ.pop("QRAG_CACHE_DIR", None)

