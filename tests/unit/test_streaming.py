@@ -4,6 +4,8 @@ and the shards written to Qdrant / a ChunkIndex."""
 from __future__ import annotations
 
 import json
+import os
+import platform
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,7 +14,7 @@ import pytest
 import torch
 from qdrant_client import QdrantClient
 
-from qrag_integrations import QRAGConfig, QRAGModel
+from qrag_integrations import QRAGConfig, QRAGModel, streaming
 from qrag_integrations.index import ChunkIndex
 from qrag_integrations.store_qdrant import QdrantSource
 from qrag_integrations.streaming import (
@@ -193,3 +195,36 @@ def test_default_document_continues_across_shards_and_a_resumed_write(tmp_path: 
     stored = source.get([str(i) for i in range(12)])
     assert len({c.doc_id for c in stored}) == 1
     assert [c.order for c in stored] == list(range(12))
+
+
+def test_freed_memory_is_released_after_every_embedded_shard(
+    tmp_path: Path, model: QRAGModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[int] = []
+    monkeypatch.setattr(streaming, "release_freed_memory", lambda: calls.append(1) or False)
+    texts = corpus(23)
+    with pytest.raises(Crash):
+        embed_corpus(model, crashing(texts, 12), tmp_path, shard_rows=5, batch_size=4)
+    assert len(calls) == 2  # two shards embedded before the crash
+    calls.clear()
+    result = embed_corpus(model, iter(texts), tmp_path, shard_rows=5, batch_size=4)
+    assert result.embedded_rows == 13 and len(calls) == 3  # the resumed run's three new shards only
+
+
+def test_release_freed_memory_is_harmless(monkeypatch: pytest.MonkeyPatch) -> None:
+    streaming._glibc_malloc_trim.cache_clear()
+    assert (streaming._glibc_malloc_trim() is not None) == (platform.libc_ver()[0] == "glibc")
+    assert streaming.release_freed_memory() in (True, False)
+    assert streaming.release_freed_memory() in (True, False)  # twice in a row: nothing left, no error
+
+    def not_glibc(name: str) -> str:
+        raise ValueError(f"unrecognized configuration name {name!r}")
+
+    streaming._glibc_malloc_trim.cache_clear()
+    monkeypatch.setattr(os, "confstr", not_glibc, raising=False)
+    try:
+        assert streaming._glibc_malloc_trim() is None
+        assert streaming.release_freed_memory() is False  # another C library: a silent no-op
+    finally:
+        monkeypatch.undo()
+        streaming._glibc_malloc_trim.cache_clear()
