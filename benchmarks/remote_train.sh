@@ -16,6 +16,9 @@
 # ROUND=2: pqn_pure_long (as pqn_pure, evaluated every 100), nexthop400 -> pqn_after_nh400,
 #   babi_nexthop (next-hop warm start on qa1-qa5, no in-batch negatives) -> babi_pqn_after_nh,
 #   babi_multi_long (as babi_multi)
+# ROUND=3 (BabiLong precision): babi_nh_qa2w (next-hop on qa2/qa3-weighted tasks at ~4K, best/ by
+#   fact_em_at_facts), babi_nh_qa2w_lengths (2K/4K/8K haystacks), babi_nh_qa2w_t03 (temperature
+#   0.03), babi_nh_uniform (qa1-qa5 evenly: the control)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 DEV=${DEV:-cuda}
@@ -43,15 +46,16 @@ if [ -n "${QUICK:-}" ]; then
   QH="eval_episodes=8 eval_interval=2 steps=3 +env.train.limit=40"
   QP="eval_episodes=8 eval_interval=2 steps=3 batch_size=8 envs_parallel=4 algo.learning_start=4 +env.train.limit=40"
   QB="eval_episodes=10 eval_interval=2 steps=3 env.pool_size=20 batch_size=8 envs_parallel=4 algo.learning_start=4"
-  QBN="eval_episodes=10 eval_interval=2 steps=3 env.pool_size=20"
+  QBN="eval_episodes=10 eval_interval=2 steps=3 env.pool_size=20 algo.questions_per_step=2"
 else
   QH="" QP="" QB="" QBN=""
 fi
 train() { local name=$1; shift; "$PY" -m qrag_training.train out_dir="$R/$name" "$@" >"$R/$name.log" 2>&1; echo "$name exit $?" | tee -a "$R/exits.log"; }
 
 ROUND=${ROUND:-1}
-BABI="preset=cpu device=$DEV torch_threads=2 model.base_model=$W/base env.task=[qa1,qa2,qa3,qa4,qa5] env.target_tokens=4000 \
+BABI_ENV="preset=cpu device=$DEV torch_threads=2 model.base_model=$W/base env.target_tokens=4000 \
   env.eval_target_tokens=4000 model.trainable_layers=2 eval_episodes=100"
+BABI="$BABI_ENV env.task=[qa1,qa2,qa3,qa4,qa5]"
 BABI_PQN="steps=3000 batch_size=64 envs_parallel=16 algo.warmup=100 eval_interval=200"
 if [ "$ROUND" = 1 ]; then
   ( train nexthop200 preset=hotpotqa_cpu $HOT $QH \
@@ -63,6 +67,18 @@ if [ "$ROUND" = 1 ]; then
     eval_interval=100 time_budget_minutes="$MIN" $QH &
   train babi_multi $BABI $BABI_PQN time_budget_minutes="$MIN" $QB &
   EXPORT="nexthop_long pqn_warm pqn_pure babi_multi"
+elif [ "$ROUND" = 3 ]; then
+  # round 3: BabiLong precision (qa2 at 2 picks): next-hop warm starts on qa2/qa3-weighted data at
+  # ~4K tokens, best/ chosen by fact EM of the first k = facts picks (train-side eval seed)
+  NH="algo=next_hop ~algo.accumulate_grads ~algo.learning_start ~algo.bootstrap_truncation \
+    algo.in_batch_negatives=false algo.states_per_question=3 algo.questions_per_step=32 algo.warmup=20 \
+    steps=600 eval_interval=50 eval_episodes=160 checkpoint_metric=fact_em_at_facts time_budget_minutes=$MIN"
+  WEIGHTED="env.task=[qa1,qa2,qa2,qa2,qa3,qa3,qa4,qa5]"
+  train babi_nh_qa2w $BABI_ENV $NH "$WEIGHTED" algo.lr=1e-4 $QBN &
+  train babi_nh_qa2w_lengths $BABI_ENV $NH "$WEIGHTED" "env.target_tokens=[2000,4000,8000]" algo.lr=1e-4 $QBN &
+  train babi_nh_qa2w_t03 $BABI_ENV $NH "$WEIGHTED" algo.temperature=0.03 algo.lr=1e-4 $QBN &
+  train babi_nh_uniform $BABI_ENV $NH env.task=[qa1,qa2,qa3,qa4,qa5] algo.lr=1e-4 $QBN &
+  EXPORT="babi_nh_qa2w babi_nh_qa2w_lengths babi_nh_qa2w_t03 babi_nh_uniform"
 else
   # round 2: longer PQN runs, and PQN after stronger warm starts (HotpotQA and BabiLong)
   train pqn_pure_long preset=hotpotqa_cpu $HOT $PQN eval_interval=100 algo.lr=5e-5 algo.warmup=200 \
