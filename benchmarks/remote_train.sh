@@ -4,7 +4,7 @@
 # back as fp16 partial checkpoints (rebased here with `remote_bundle.py rebase`).
 #
 #   there: bash benchmarks/remote_train.sh            (with .remote/ carried; writes to $OUT)
-#   here (rehearsal on the CPU, tiny sizes): DEV=cpu QUICK=1 MIN=0.3 OUT=/tmp/out bash benchmarks/remote_train.sh
+#   here (rehearsal on the CPU, tiny sizes): DEV=cpu QUICK=1 MIN=0.3 [ROUND=2|3] OUT=/tmp/out bash benchmarks/remote_train.sh
 #
 # Runs (HotpotQA: train buckets, checkpoints chosen on the val slice; bucket 0 is not even carried):
 #   nexthop200   the shipped recipe (preset=hotpotqa_cpu: next-hop warm start, 200 x 8 questions)
