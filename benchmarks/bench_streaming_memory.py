@@ -46,6 +46,16 @@ QDRANT_LOCAL_MAX = 20_000
 #: Thread-count variables set in each child (OpenMP / MKL under torch, rayon under tokenizers).
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "RAYON_NUM_THREADS")
 
+
+def thread_env(threads: int) -> dict[str, str]:
+    """The :data:`THREAD_VARS` settings that give a child process ``threads`` threads."""
+    return {var: str(threads) for var in THREAD_VARS}
+
+
+def child_machine_info(threads: int) -> dict:
+    """The results' ``machine`` entry for runs made in child processes with ``threads`` threads."""
+    return common.machine_info(threads, "cpu", note="2 cores shared with other jobs", child_env=thread_env(threads))
+
 #: Run by a fresh interpreter: ``python -c CHILD BENCHMARKS_DIR MODE ARGS...``. Its last stdout line
 #: is JSON with the process's peak RSS and where it imported ``qrag_integrations`` from.
 #:
@@ -96,7 +106,7 @@ def sizes(value: str) -> list[int]:
 def run_child(mode: str, args: list[str], threads: int, package: str) -> tuple[list[dict], int, float]:
     """Run ``CHILD`` in a fresh interpreter; its JSON stdout lines (the wrapper's last line
     dropped), its peak RSS in bytes and its wall seconds."""
-    env = {**os.environ, **{var: str(threads) for var in THREAD_VARS}}
+    env = {**os.environ, **thread_env(threads)}
     start = time.perf_counter()
     proc = subprocess.run([sys.executable, "-c", CHILD, str(BENCHMARKS), mode, *args],
                           capture_output=True, text=True, env=env, check=False)
@@ -193,8 +203,7 @@ def main(argv: list[str] | None = None) -> dict:
         "benchmark": "streaming_memory",
         "command": common.command_line(argv),
         "code": code,
-        "machine": common.machine_info(args.threads, "cpu", note="2 cores shared with other jobs",
-                                       child_env={var: str(args.threads) for var in THREAD_VARS}),
+        "machine": child_machine_info(args.threads),
         "model": args.checkpoint or "qrag-embed's default (packaged all-MiniLM-L6-v2)",
         "method": "each run is a fresh process; peak RSS = its VmHWM (/proc/self/status) at the end; wall "
                   "seconds include interpreter start and model loading; embed seconds are the embedding "

@@ -32,7 +32,7 @@ from pathlib import Path
 BENCHMARKS = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCHMARKS))
 import common  # sets HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE before transformers loads
-from bench_streaming_memory import THREAD_VARS, mb
+from bench_streaming_memory import child_machine_info, mb, thread_env
 
 VARIANTS = ("off", "on", "gc")
 
@@ -139,7 +139,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     code = common.code_version()
     texts = shakespeare_sentences(args.chunks, seed=0)
-    env = {**os.environ, **{var: str(args.threads) for var in THREAD_VARS}}
+    env = {**os.environ, **thread_env(args.threads)}
     runs = []
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(args.workdir or tmp)
@@ -165,8 +165,7 @@ def main(argv: list[str] | None = None) -> dict:
         "benchmark": "streaming_rss_per_shard",
         "command": common.command_line(argv),
         "code": code,
-        "machine": common.machine_info(args.threads, "cpu", note="2 cores shared with other jobs",
-                                       child_env={var: str(args.threads) for var in THREAD_VARS}),
+        "machine": child_machine_info(args.threads),
         "model": args.checkpoint or "load_model's default (packaged all-MiniLM-L6-v2)",
         "method": "each variant is a fresh process; after model loading and after every shard (embed_corpus's "
                   "progress callback) it reads VmRSS and VmHWM from /proc/self/status, glibc mallinfo2 and "

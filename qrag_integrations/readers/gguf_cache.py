@@ -55,7 +55,6 @@ CACHE_FORMAT = "qrag-gguf-reader-cache"
 CACHE_VERSION = 1
 """The manifest's ``"version"``: bumped when the entry layout changes (old entries are rebuilt)."""
 
-_CHUNK = 1 << 20
 _UNSAFE = re.compile(r"[^A-Za-z0-9._+-]")
 
 
@@ -84,12 +83,9 @@ def reader_cache_dir(cache_dir: str | os.PathLike[str] | bool | None = None) -> 
 
 
 def file_sha256(path: str | os.PathLike[str]) -> str:
-    """SHA-256 of a file's bytes, read in 1 MiB chunks."""
-    digest = hashlib.sha256()
+    """SHA-256 of a file's bytes, read in chunks."""
     with open(path, "rb") as fh:
-        while chunk := fh.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
+        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def _version(package: str) -> str:
@@ -158,10 +154,10 @@ def _listed_files(manifest: dict[str, Any]) -> dict[str, dict[str, Any]] | None:
     return files
 
 
-def _entry_kind(entry: Path) -> SaveKind:
+def _entry_kind(entry: Path, manifest: dict[str, Any] | None = None) -> SaveKind:
     """What a write may replace at ``entry``: an earlier entry of ours holding only the files
-    its manifest lists (see :meth:`SaveKind.obstacle`)."""
-    manifest = _read_manifest(entry)
+    its manifest lists (see :meth:`SaveKind.obstacle`); ``manifest``: the entry's, if read."""
+    manifest = manifest if manifest is not None else _read_manifest(entry)
     files = _listed_files(manifest) if manifest is not None else None
     names = {name.split("/", 1)[0] for name in files or ()}
     return SaveKind("converted reader model cache", frozenset({MANIFEST_FILE, *names}),
@@ -178,7 +174,8 @@ def entry_problem(entry: Path, key: CacheKey) -> str | None:
     """
     if not entry.exists() and not entry.is_symlink():
         return "absent"
-    obstacle = _entry_kind(entry).obstacle(entry)
+    manifest = _read_manifest(entry)
+    obstacle = _entry_kind(entry, manifest).obstacle(entry)
     if obstacle is not None:
         raise ReaderError(
             f"refusing the reader cache folder {entry}: it is {obstacle}. Something else wrote "
@@ -186,7 +183,6 @@ def entry_problem(entry: Path, key: CacheKey) -> str | None:
             f"choose another cache (cache_dir=..., or {CACHE_ENV}; cache_dir=False or "
             f"{CACHE_ENV}={CACHE_OFF} for none)"
         )
-    manifest = _read_manifest(entry)
     if manifest is None:
         return "absent"  # an empty folder (obstacle() accepts it): nothing to read
     files = _listed_files(manifest)
