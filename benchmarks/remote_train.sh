@@ -19,6 +19,7 @@
 # ROUND=3 (BabiLong precision): babi_nh_qa2w (next-hop on qa2/qa3-weighted tasks at ~4K, best/ by
 #   fact_em_at_facts), babi_nh_qa2w_lengths (2K/4K/8K haystacks), babi_nh_qa2w_t03 (temperature
 #   0.03), babi_nh_uniform (qa1-qa5 evenly: the control)
+# ROUND=4: babi_nh_qa2w_c and babi_nh_qa2w_c_len continue babi_nh_qa2w from a carried export (INIT)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 DEV=${DEV:-cuda}
@@ -67,6 +68,20 @@ if [ "$ROUND" = 1 ]; then
     eval_interval=100 time_budget_minutes="$MIN" $QH &
   train babi_multi $BABI $BABI_PQN time_budget_minutes="$MIN" $QB &
   EXPORT="nexthop_long pqn_warm pqn_pure babi_multi"
+elif [ "$ROUND" = 4 ]; then
+  # round 4: continue round 3's best run (babi_nh_qa2w, still rising at its deadline) from its
+  # exported checkpoint, carried in the bundle as init/babi_nh_qa2w (same remote base, same hash);
+  # alone with one sibling on the GPU, at a lower learning rate, on ~4K and on 2K/4K/8K haystacks
+  INIT=${INIT:-.remote/init/babi_nh_qa2w}
+  NH="algo=next_hop ~algo.accumulate_grads ~algo.learning_start ~algo.bootstrap_truncation \
+    algo.in_batch_negatives=false algo.states_per_question=3 algo.questions_per_step=32 algo.warmup=10 \
+    steps=400 eval_interval=50 eval_episodes=160 checkpoint_metric=fact_em_at_facts time_budget_minutes=$MIN \
+    init_from=$INIT algo.lr=5e-5"
+  WEIGHTED="env.task=[qa1,qa2,qa2,qa2,qa3,qa3,qa4,qa5]"
+  export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True  # round 3's 2K/4K/8K run ran out of memory beside 3 others
+  train babi_nh_qa2w_c $BABI_ENV $NH "$WEIGHTED" $QBN &
+  train babi_nh_qa2w_c_len $BABI_ENV $NH "$WEIGHTED" "env.target_tokens=[2000,4000,8000]" $QBN &
+  EXPORT="babi_nh_qa2w_c babi_nh_qa2w_c_len"
 elif [ "$ROUND" = 3 ]; then
   # round 3: BabiLong precision (qa2 at 2 picks): next-hop warm starts on qa2/qa3-weighted data at
   # ~4K tokens, best/ chosen by fact EM of the first k = facts picks (train-side eval seed)
