@@ -234,19 +234,15 @@ def embed(args: argparse.Namespace, model: QRAGModel, name: str, total: int) -> 
 def write_store(args: argparse.Namespace, model: QRAGModel, name: str, folder: str, total: int) -> dict[str, Any]:
     """The store pass: the cache's shards into the Qdrant collection; returns its summary."""
     try:
-        from qdrant_client import QdrantClient
         from qdrant_client.http.exceptions import ApiException
 
-        from qrag_integrations.store_qdrant import QdrantSource
+        from qrag_integrations.store_qdrant import QdrantSource, connect
     except ImportError as exc:
         raise QRAGError(f"writing to Qdrant needs qdrant-client: pip install 'qrag-integrations[stores]' "
                         f"({exc})") from exc
     start = time.perf_counter()
     collection, where = args.collection or name, f"Qdrant at {args.qdrant_path or args.qdrant_url}"
-    try:
-        client = QdrantClient(path=args.qdrant_path) if args.qdrant_path else QdrantClient(url=args.qdrant_url)
-    except RuntimeError as exc:  # local mode: the folder is held by another client
-        raise QRAGError(f"{where}: {exc}") from exc
+    client = connect(url=args.qdrant_url, path=args.qdrant_path)
     try:
         source = QdrantSource(client, collection, model)
         texts, docs = _columns(read_rows(args.corpus, name), "text", "doc_id")

@@ -33,6 +33,23 @@ from qrag_integrations.store_rows import (
 )
 from qrag_integrations.store_search import StoreCandidates
 
+def connect(url: str | None = None, path: str | None = None) -> QdrantClient:
+    """A ``QdrantClient`` for a server at ``url``, local files at ``path``, or in memory (neither).
+
+    Raises:
+        QRAGError: both given, or the local folder is held by another client (Qdrant's local
+            mode allows one client per folder).
+    """
+    if url and path:
+        raise QRAGError("give a Qdrant url or a local path, not both")
+    if url:
+        return QdrantClient(url=url)
+    try:
+        return QdrantClient(path=path) if path else QdrantClient(":memory:")
+    except RuntimeError as exc:  # local mode: the folder is locked by another client
+        raise QRAGError(f"Qdrant at {path}: {exc}") from exc
+
+
 CONTENT, METADATA = "page_content", "metadata"
 #: Collection metadata keys.
 META_FINGERPRINT, META_DIM, META_NEXT_DOC_RANK = "qrag_fingerprint", "qrag_embedding_dim", "qrag_next_doc_rank"

@@ -111,10 +111,9 @@ class QRAGStoreRetriever(QRAGRetriever):
             path: folder of embedded local mode (``None`` with no ``url``: in memory).
             **kwargs: fields and ``checkpoint`` / ``model``.
         """
-        from qdrant_client import QdrantClient
+        from qrag_integrations.store_qdrant import connect
 
-        client = QdrantClient(url=url) if url else QdrantClient(path=path) if path else QdrantClient(":memory:")
-        return cls(store=client, collection_name=collection_name, **kwargs)
+        return cls(store=connect(url=url, path=path), collection_name=collection_name, **kwargs)
 
     @property
     def source(self) -> Any:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from pathlib import Path
 
 import pytest
@@ -113,3 +114,18 @@ def test_store_of_another_checkpoint_is_refused(model: QRAGModel, tiny_bert_dir_
         QRAGRetriever.from_store(model=small, store=client, collection_name="facts")
     with pytest.raises(IndexMismatchError, match="not this checkpoint's chunk encoder"):
         QRAGRetriever.from_store(model=model, store=InMemoryVectorStore(embedding=QRAGEmbeddings(small)))
+
+
+def test_from_qdrant_on_a_folder_held_by_another_client_names_it(model: QRAGModel, tmp_path: Path) -> None:
+    folder = str(tmp_path / "qdrant-data")
+    holder = QdrantClient(path=folder)  # local mode allows one client per folder
+    try:
+        with pytest.raises(QRAGError, match=f"^Qdrant at {re.escape(folder)}: "):
+            QRAGStoreRetriever.from_qdrant("facts", path=folder, model=model)
+    finally:
+        holder.close()
+
+
+def test_from_qdrant_refuses_url_and_path_together(model: QRAGModel, tmp_path: Path) -> None:
+    with pytest.raises(QRAGError, match="not both"):
+        QRAGStoreRetriever.from_qdrant("facts", url="http://localhost:6333", path=str(tmp_path / "q"), model=model)
