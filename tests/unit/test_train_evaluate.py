@@ -6,7 +6,15 @@ import json
 
 import pytest
 from qrag_training.data.episode import Episode
-from qrag_training.evaluate import Retrieval, bm25_retrieve, fact_metrics, greedy_retrieve, main, summarize
+from qrag_training.evaluate import (
+    Retrieval,
+    bm25_retrieve,
+    dense_retrieve,
+    fact_metrics,
+    greedy_retrieve,
+    main,
+    summarize,
+)
 
 
 def test_fact_metrics():
@@ -33,6 +41,20 @@ def test_greedy_retrieve_picks_distinct_chunks(tiny_bert_dir):
     assert all(len(r.picked) == 4 for r in capped)  # no more picks than chunks
     stopped = greedy_retrieve(model, episodes(), steps=3, stop_threshold=1e9)
     assert all(r.picked == [] for r in stopped)  # the retriever's rule: nothing is above 1e9
+
+
+@pytest.mark.parametrize("mode", [True, False])
+def test_both_retrievers_search_in_eval_mode_and_restore_the_mode(tiny_bert_dir, mode):
+    from qrag_integrations import load_model
+
+    model = load_model(str(tiny_bert_dir))
+    model.train(mode)
+    seen = []
+    embed = lambda texts: (seen.append(model.training), model.embed_chunks(texts))[1]  # noqa: E731
+    greedy_retrieve(model, episodes(), steps=2, embed=embed)
+    dense_retrieve(model, episodes(), k=2, embed=embed)
+    assert seen and not any(seen)  # no dropout while searching
+    assert model.training is mode
 
 
 def test_greedy_retrieve_keeps_each_episode_index_on_the_model_device(tiny_bert_dir, monkeypatch):

@@ -36,10 +36,11 @@ without supporting facts are kept (answer-only corpora) and episodes without an 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -169,6 +170,22 @@ def answer_episodes(
 
 
 # -- retrievers -----------------------------------------------------------------------------------
+def _chunk_embedder(model: QRAGModel, batch_size: int) -> ChunkEmbedder:
+    """The model's own chunk encoder, ``batch_size`` chunks per forward pass."""
+    return lambda texts: model.embed_chunks(texts, batch_size=batch_size)
+
+
+@contextlib.contextmanager
+def _eval_mode(model: QRAGModel) -> Iterator[None]:
+    """``model`` in eval mode (no dropout) inside, its previous mode restored after."""
+    was_training = model.training
+    model.eval()
+    try:
+        yield
+    finally:
+        model.train(was_training)
+
+
 @torch.inference_mode()
 def greedy_retrieve(
     model: QRAGModel,
@@ -193,24 +210,21 @@ def greedy_retrieve(
         embed: chunk texts -> their embeddings with this model's chunk encoder, instead of
             ``model.embed_chunks`` (e.g. a benchmark's cache of pre-embedded noise sentences).
     """
-    embed = embed or (lambda texts: model.embed_chunks(texts, batch_size=embed_batch_size))
-    was_training = model.training
-    model.eval()
+    embed = embed or _chunk_embedder(model, embed_batch_size)
     results: list[Retrieval] = []
-    for start in range(0, len(episodes), batch_size):
-        batch = list(episodes[start : start + batch_size])
-        sizes = [len(e.chunks) for e in batch]
-        flat = [c for e in batch for c in e.chunks]
-        chunk_emb = embed(flat).split(sizes)
-        indexes = []
-        for episode, emb in zip(batch, chunk_emb):
-            index = ChunkIndex(model.embedding_dim, device=model.device)
-            index.add(episode.chunks, emb, ids=[str(i) for i in range(len(episode.chunks))])
-            indexes.append(index)
-        searcher = MultiStepSearcher(model, indexes[0])
-        hits = searcher.search_each([e.question for e in batch], indexes, steps, stop_threshold)
-        results += [Retrieval([int(h.chunk.id) for h in row], [h.q_value for h in row]) for row in hits]
-    model.train(was_training)
+    with _eval_mode(model):
+        for start in range(0, len(episodes), batch_size):
+            batch = list(episodes[start : start + batch_size])
+            sizes = [len(e.chunks) for e in batch]
+            chunk_emb = embed([c for e in batch for c in e.chunks]).split(sizes)
+            indexes = []
+            for episode, emb in zip(batch, chunk_emb):
+                index = ChunkIndex(model.embedding_dim, device=model.device)
+                index.add(episode.chunks, emb, ids=[str(i) for i in range(len(episode.chunks))])
+                indexes.append(index)
+            searcher = MultiStepSearcher(model, indexes[0])
+            hits = searcher.search_each([e.question for e in batch], indexes, steps, stop_threshold)
+            results += [Retrieval([int(h.chunk.id) for h in row], [h.q_value for h in row]) for row in hits]
     return results
 
 
@@ -227,15 +241,15 @@ def dense_retrieve(
     The question goes through the state encoder and chunks through the chunk encoder (or
     ``embed``, as in :func:`greedy_retrieve`); for an untrained model both are the base encoder.
     """
-    embed = embed or (lambda texts: model.embed_chunks(texts, batch_size=embed_batch_size))
-    model.eval()
+    embed = embed or _chunk_embedder(model, embed_batch_size)
     results = []
-    for episode in episodes:
-        chunks = torch.nn.functional.normalize(embed(episode.chunks).float(), dim=-1)
-        query = torch.nn.functional.normalize(model.embed_states([episode.question]).float(), dim=-1)
-        scores = (query @ chunks.T)[0]
-        top = torch.topk(scores, min(k, len(episode.chunks)))
-        results.append(Retrieval(top.indices.tolist(), top.values.tolist()))
+    with _eval_mode(model):
+        for episode in episodes:
+            chunks = torch.nn.functional.normalize(embed(episode.chunks).float(), dim=-1)
+            query = torch.nn.functional.normalize(model.embed_states([episode.question]).float(), dim=-1)
+            scores = (query @ chunks.T)[0]
+            top = torch.topk(scores, min(k, len(episode.chunks)))
+            results.append(Retrieval(top.indices.tolist(), top.values.tolist()))
     return results
 
 
