@@ -4,7 +4,7 @@
 # back as fp16 partial checkpoints (rebased here with `remote_bundle.py rebase`).
 #
 #   there: bash benchmarks/remote_train.sh            (with .remote/ carried; writes to $OUT)
-#   here (rehearsal on the CPU, tiny sizes): DEV=cpu QUICK=1 MIN=0.3 [ROUND=2|3] OUT=/tmp/out bash benchmarks/remote_train.sh
+#   here (rehearsal on the CPU, tiny sizes): DEV=cpu QUICK=1 MIN=0.3 [ROUND=2|3|4] OUT=/tmp/out bash benchmarks/remote_train.sh
 #
 # Runs (HotpotQA: train buckets, checkpoints chosen on the val slice; bucket 0 is not even carried):
 #   nexthop200   the shipped recipe (preset=hotpotqa_cpu: next-hop warm start, 200 x 8 questions)
@@ -58,6 +58,11 @@ BABI_ENV="preset=cpu device=$DEV torch_threads=2 model.base_model=$W/base env.ta
   env.eval_target_tokens=4000 model.trainable_layers=2 eval_episodes=100"
 BABI="$BABI_ENV env.task=[qa1,qa2,qa3,qa4,qa5]"
 BABI_PQN="steps=3000 batch_size=64 envs_parallel=16 algo.warmup=100 eval_interval=200"
+# rounds 3-4: next-hop settings shared by their runs (each adds warm-up, steps, lr, init), qa2 x3 / qa3 x2
+BABI_NH="algo=next_hop ~algo.accumulate_grads ~algo.learning_start ~algo.bootstrap_truncation \
+  algo.in_batch_negatives=false algo.states_per_question=3 algo.questions_per_step=32 \
+  eval_interval=50 eval_episodes=160 checkpoint_metric=fact_em_at_facts time_budget_minutes=$MIN"
+WEIGHTED="env.task=[qa1,qa2,qa2,qa2,qa3,qa3,qa4,qa5]"
 if [ "$ROUND" = 1 ]; then
   ( train nexthop200 preset=hotpotqa_cpu $HOT $QH \
     && train pqn_warm preset=hotpotqa_cpu $HOT $PQN init_from="$R/nexthop200/best" algo.lr=2e-5 algo.warmup=100 \
@@ -68,32 +73,25 @@ if [ "$ROUND" = 1 ]; then
     eval_interval=100 time_budget_minutes="$MIN" $QH &
   train babi_multi $BABI $BABI_PQN time_budget_minutes="$MIN" $QB &
   EXPORT="nexthop_long pqn_warm pqn_pure babi_multi"
-elif [ "$ROUND" = 4 ]; then
-  # round 4: continue round 3's best run (babi_nh_qa2w, still rising at its deadline) from its
-  # exported checkpoint, carried in the bundle as init/babi_nh_qa2w (same remote base, same hash);
-  # alone with one sibling on the GPU, at a lower learning rate, on ~4K and on 2K/4K/8K haystacks
-  INIT=${INIT:-.remote/init/babi_nh_qa2w}
-  NH="algo=next_hop ~algo.accumulate_grads ~algo.learning_start ~algo.bootstrap_truncation \
-    algo.in_batch_negatives=false algo.states_per_question=3 algo.questions_per_step=32 algo.warmup=10 \
-    steps=400 eval_interval=50 eval_episodes=160 checkpoint_metric=fact_em_at_facts time_budget_minutes=$MIN \
-    init_from=$INIT algo.lr=5e-5"
-  WEIGHTED="env.task=[qa1,qa2,qa2,qa2,qa3,qa3,qa4,qa5]"
-  export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True  # round 3's 2K/4K/8K run ran out of memory beside 3 others
-  train babi_nh_qa2w_c $BABI_ENV $NH "$WEIGHTED" $QBN &
-  train babi_nh_qa2w_c_len $BABI_ENV $NH "$WEIGHTED" "env.target_tokens=[2000,4000,8000]" $QBN &
-  EXPORT="babi_nh_qa2w_c babi_nh_qa2w_c_len"
 elif [ "$ROUND" = 3 ]; then
   # round 3: BabiLong precision (qa2 at 2 picks): next-hop warm starts on qa2/qa3-weighted data at
   # ~4K tokens, best/ chosen by fact EM of the first k = facts picks (train-side eval seed)
-  NH="algo=next_hop ~algo.accumulate_grads ~algo.learning_start ~algo.bootstrap_truncation \
-    algo.in_batch_negatives=false algo.states_per_question=3 algo.questions_per_step=32 algo.warmup=20 \
-    steps=600 eval_interval=50 eval_episodes=160 checkpoint_metric=fact_em_at_facts time_budget_minutes=$MIN"
-  WEIGHTED="env.task=[qa1,qa2,qa2,qa2,qa3,qa3,qa4,qa5]"
+  NH="$BABI_NH algo.warmup=20 steps=600"
   train babi_nh_qa2w $BABI_ENV $NH "$WEIGHTED" algo.lr=1e-4 $QBN &
   train babi_nh_qa2w_lengths $BABI_ENV $NH "$WEIGHTED" "env.target_tokens=[2000,4000,8000]" algo.lr=1e-4 $QBN &
   train babi_nh_qa2w_t03 $BABI_ENV $NH "$WEIGHTED" algo.temperature=0.03 algo.lr=1e-4 $QBN &
   train babi_nh_uniform $BABI_ENV $NH env.task=[qa1,qa2,qa3,qa4,qa5] algo.lr=1e-4 $QBN &
   EXPORT="babi_nh_qa2w babi_nh_qa2w_lengths babi_nh_qa2w_t03 babi_nh_uniform"
+elif [ "$ROUND" = 4 ]; then
+  # round 4: continue round 3's best run (babi_nh_qa2w, still rising at its deadline) from its
+  # exported checkpoint, carried in the bundle as init/babi_nh_qa2w (same remote base, same hash);
+  # alone with one sibling on the GPU, at a lower learning rate, on ~4K and on 2K/4K/8K haystacks
+  INIT=${INIT:-.remote/init/babi_nh_qa2w}
+  NH="$BABI_NH algo.warmup=10 steps=400 init_from=$INIT algo.lr=5e-5"
+  export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True  # round 3's 2K/4K/8K run ran out of memory beside 3 others
+  train babi_nh_qa2w_c $BABI_ENV $NH "$WEIGHTED" $QBN &
+  train babi_nh_qa2w_c_len $BABI_ENV $NH "$WEIGHTED" "env.target_tokens=[2000,4000,8000]" $QBN &
+  EXPORT="babi_nh_qa2w_c babi_nh_qa2w_c_len"
 else
   # round 2: longer PQN runs, and PQN after stronger warm starts (HotpotQA and BabiLong)
   train pqn_pure_long preset=hotpotqa_cpu $HOT $PQN eval_interval=100 algo.lr=5e-5 algo.warmup=200 \

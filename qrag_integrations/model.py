@@ -6,8 +6,9 @@ second halves. The trainer (``qrag_training``) trains exactly this module.
 
 from __future__ import annotations
 
+import contextlib
 import copy
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import torch
 from torch import nn
@@ -17,6 +18,17 @@ from transformers import PreTrainedTokenizerBase
 from qrag_integrations.config import PositionMode, QRAGConfig, StateOrder
 from qrag_integrations.encoder import MeanPoolEncoder, load_base
 from qrag_integrations.positions import rotate
+
+
+@contextlib.contextmanager
+def eval_mode(module: nn.Module) -> Iterator[None]:
+    """``module`` in eval mode (no dropout) inside the block, its previous mode restored after."""
+    was_training = module.training
+    module.eval()
+    try:
+        yield
+    finally:
+        module.train(was_training)
 
 
 class QRAGModel(nn.Module):

@@ -33,6 +33,18 @@ from qrag_integrations.store_rows import (
 )
 from qrag_integrations.store_search import StoreCandidates
 
+CONTENT, METADATA = "page_content", "metadata"
+#: Collection metadata keys.
+META_FINGERPRINT, META_DIM, META_NEXT_DOC_RANK = "qrag_fingerprint", "qrag_embedding_dim", "qrag_next_doc_rank"
+#: Collection metadata key counting Q-RAG writes and deletes (a cached document order is reused
+#: while it and the point count are unchanged).
+META_GENERATION = "qrag_generation"
+#: Filters whose document order a source keeps.
+_CACHED_LAYOUTS = 8
+_ID_NAMESPACE = uuid.UUID("5b0f8a52-53c4-4f59-9a43-1f3f0c1ad0a1")
+_PAGE = 1024
+
+
 def connect(url: str | None = None, path: str | None = None) -> QdrantClient:
     """A ``QdrantClient`` for a server at ``url``, local files at ``path``, or in memory (neither).
 
@@ -48,18 +60,6 @@ def connect(url: str | None = None, path: str | None = None) -> QdrantClient:
         return QdrantClient(path=path) if path else QdrantClient(":memory:")
     except RuntimeError as exc:  # local mode: the folder is locked by another client
         raise QRAGError(f"Qdrant at {path}: {exc}") from exc
-
-
-CONTENT, METADATA = "page_content", "metadata"
-#: Collection metadata keys.
-META_FINGERPRINT, META_DIM, META_NEXT_DOC_RANK = "qrag_fingerprint", "qrag_embedding_dim", "qrag_next_doc_rank"
-#: Collection metadata key counting Q-RAG writes and deletes (a cached document order is reused
-#: while it and the point count are unchanged).
-META_GENERATION = "qrag_generation"
-#: Filters whose document order a source keeps.
-_CACHED_LAYOUTS = 8
-_ID_NAMESPACE = uuid.UUID("5b0f8a52-53c4-4f59-9a43-1f3f0c1ad0a1")
-_PAGE = 1024
 
 
 def point_id(chunk_id: str) -> str:

@@ -36,11 +36,10 @@ without supporting facts are kept (answer-only corpora) and episodes without an 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import logging
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,7 +49,7 @@ import torch
 
 from qrag_integrations.atomic import write_json_atomic, write_text_atomic
 from qrag_integrations.index import ChunkIndex
-from qrag_integrations.model import QRAGModel
+from qrag_integrations.model import QRAGModel, eval_mode
 from qrag_integrations.readers import DEFAULT_TEMPLATE, Reader, ReaderError
 from qrag_integrations.search import MultiStepSearcher
 from qrag_training.answering import (
@@ -175,17 +174,6 @@ def _chunk_embedder(model: QRAGModel, batch_size: int) -> ChunkEmbedder:
     return lambda texts: model.embed_chunks(texts, batch_size=batch_size)
 
 
-@contextlib.contextmanager
-def _eval_mode(model: QRAGModel) -> Iterator[None]:
-    """``model`` in eval mode (no dropout) inside, its previous mode restored after."""
-    was_training = model.training
-    model.eval()
-    try:
-        yield
-    finally:
-        model.train(was_training)
-
-
 @torch.inference_mode()
 def greedy_retrieve(
     model: QRAGModel,
@@ -212,7 +200,7 @@ def greedy_retrieve(
     """
     embed = embed or _chunk_embedder(model, embed_batch_size)
     results: list[Retrieval] = []
-    with _eval_mode(model):
+    with eval_mode(model):
         for start in range(0, len(episodes), batch_size):
             batch = list(episodes[start : start + batch_size])
             sizes = [len(e.chunks) for e in batch]
@@ -243,7 +231,7 @@ def dense_retrieve(
     """
     embed = embed or _chunk_embedder(model, embed_batch_size)
     results = []
-    with _eval_mode(model):
+    with eval_mode(model):
         for episode in episodes:
             chunks = torch.nn.functional.normalize(embed(episode.chunks).float(), dim=-1)
             query = torch.nn.functional.normalize(model.embed_states([episode.question]).float(), dim=-1)

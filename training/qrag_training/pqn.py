@@ -29,7 +29,7 @@ import torch
 import torch.nn.functional as F
 
 from qrag_integrations.encoder import MeanPoolEncoder
-from qrag_integrations.model import QRAGModel
+from qrag_integrations.model import QRAGModel, eval_mode
 from qrag_training.distributed import DistContext
 from qrag_training.env import FinalObservation, VectorEnv
 from qrag_training.optim import (
@@ -271,23 +271,21 @@ class PQNAgent:
     ) -> list[tuple[torch.Tensor, torch.Tensor]]:
         """Online and target chunk embeddings of each episode, batched by similar length."""
         texts = [t for chunks in chunk_lists for t in chunks]
-        was_training = self.model.training
-        self.model.eval()
         shape = (len(texts), self.model.embedding_dim)
         online = torch.empty(shape, device=self.model.device)
         target = torch.empty(shape, device=self.model.device)
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
         bs = self.config.embed_batch_size
-        for start in range(0, len(order), bs):
-            ids = order[start : start + bs]
-            batch = self.model.tokenize([texts[i] for i in ids], self.model.config.max_chunk_tokens)
-            emb_online, emb_target = forward_online_and_target(
-                self.model.chunk_encoder, self.target_chunk, self.frozen_layers, batch
-            )
-            index = torch.tensor(ids, device=online.device)
-            online[index] = emb_online.to(online.dtype)
-            target[index] = emb_target.to(target.dtype)
-        self.model.train(was_training)
+        with eval_mode(self.model):
+            for start in range(0, len(order), bs):
+                ids = order[start : start + bs]
+                batch = self.model.tokenize([texts[i] for i in ids], self.model.config.max_chunk_tokens)
+                emb_online, emb_target = forward_online_and_target(
+                    self.model.chunk_encoder, self.target_chunk, self.frozen_layers, batch
+                )
+                index = torch.tensor(ids, device=online.device)
+                online[index] = emb_online.to(online.dtype)
+                target[index] = emb_target.to(target.dtype)
         sizes = [len(c) for c in chunk_lists]
         return list(zip(online.split(sizes), target.split(sizes)))
 
