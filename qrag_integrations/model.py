@@ -157,9 +157,22 @@ class QRAGModel(nn.Module):
         """State embeddings ``(B, D)``; differentiable (wrap in ``torch.inference_mode`` to act)."""
         return self.state_encoder(**self.tokenize(texts, self.config.max_state_tokens))
 
-    def embed_chunks_grad(self, texts: Sequence[str]) -> torch.Tensor:
-        """Unrotated chunk embeddings ``(B, D)``, differentiable (training)."""
-        return self.chunk_encoder(**self.tokenize(texts, self.config.max_chunk_tokens))
+    def embed_chunks_grad(self, texts: Sequence[str], batch_size: int = 64) -> torch.Tensor:
+        """Unrotated chunk embeddings ``(B, D)``, differentiable (training).
+
+        Texts are encoded in batches of similar length (a sentence is not padded to the longest
+        paragraph of the step); the result is in the input order.
+        """
+        if len(texts) <= batch_size:
+            return self.chunk_encoder(**self.tokenize(texts, self.config.max_chunk_tokens))
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        parts = [
+            self.chunk_encoder(**self.tokenize([texts[i] for i in order[s : s + batch_size]], self.config.max_chunk_tokens))
+            for s in range(0, len(order), batch_size)
+        ]
+        inverse = torch.empty(len(order), dtype=torch.long, device=self.device)
+        inverse[torch.tensor(order, device=self.device)] = torch.arange(len(order), device=self.device)
+        return torch.cat(parts)[inverse]
 
     @torch.inference_mode()
     def embed_chunks(

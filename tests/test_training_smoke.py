@@ -99,11 +99,15 @@ def test_next_hop_warm_start_then_pqn_from_it(tmp_path: Path, tiny_bert_dir: Pat
     assert [r["step"] for r in rec] == [0, 1, 2]
     assert "hop_accuracy" in rec[-1] and "eval/fact_em" in rec[-1]
     pqn = tmp_path / "pqn"
-    train(pqn, tiny_bert_dir, 2, f"init_from={warm / 'last'}", "env.position_mode=none")
+    # token budgets and question anchoring are search settings: the new run sets its own
+    train(pqn, tiny_bert_dir, 2, f"init_from={warm / 'last'}", "env.position_mode=none",
+          "env.max_chunk_tokens=40", "model.question_weight=1.5")
     from qrag_integrations import load_model
 
     model = load_model(str(pqn / "last"))
     assert model.config.extra["train_config"]["init_from"] == str(warm / "last")
+    assert model.config.max_chunk_tokens == 40 and model.config.question_weight == 1.5
+    assert load_model(str(warm / "last")).config.max_chunk_tokens != 40
     with pytest.raises(AssertionError, match="cannot start from"):
         train(tmp_path / "bad", tiny_bert_dir, 1, f"init_from={warm / 'last'}", "env.position_mode=relative")
 

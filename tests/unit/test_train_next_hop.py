@@ -12,7 +12,7 @@ import torch
 from qrag_integrations.config import PositionMode, QRAGConfig
 from qrag_integrations.model import QRAGModel
 from qrag_training.data.episode import Episode
-from qrag_training.next_hop import NextHopConfig, NextHopLearner, hop_states, next_hop_loss
+from qrag_training.next_hop import NextHopConfig, NextHopLearner, distill_loss, hop_states, next_hop_loss
 
 
 def test_hop_states_walk_the_gold_chunks_in_a_random_order() -> None:
@@ -85,3 +85,61 @@ def test_in_batch_negatives_need_unrotated_chunks(tiny_bert_dir: Path) -> None:
     it = iter(_episodes())
     stats = learner.step(lambda: next(it))
     assert math.isfinite(stats["loss"]) and 0.0 <= stats["hop_accuracy"] <= 1.0
+
+
+def test_distill_loss_equals_a_plain_loop() -> None:
+    g = torch.Generator().manual_seed(1)
+    q, teacher = torch.randn(2, 5, generator=g), torch.randn(2, 5, generator=g)
+    available = torch.tensor([[1, 1, 1, 1, 1], [1, 0, 1, 1, 0]], dtype=torch.bool)
+    t, tt = 0.2, 0.1
+    expected = []
+    for row in range(2):
+        cols = [j for j in range(5) if available[row, j]]
+        zs = sum(math.exp(float(q[row, j]) / t) for j in cols)
+        zt = sum(math.exp(float(teacher[row, j]) / tt) for j in cols)
+        kl = 0.0
+        for j in cols:
+            pt = math.exp(float(teacher[row, j]) / tt) / zt
+            ps = math.exp(float(q[row, j]) / t) / zs
+            kl += pt * math.log(pt / ps)
+        expected.append(kl)
+    assert float(distill_loss(q, teacher, available, t, tt)) == pytest.approx(sum(expected) / 2, rel=1e-5)
+    assert float(distill_loss(teacher * (t / tt), teacher, available, t, tt)) == pytest.approx(0.0, abs=1e-6)
+
+
+def test_distillation_pulls_first_picks_toward_the_base_ranking(tiny_bert_dir: Path) -> None:
+    """With the distillation term weighing far more than the hop loss, the policy's
+    question-only ranking moves toward the untrained base encoder's."""
+    torch.manual_seed(0)
+    model = QRAGModel.from_base(QRAGConfig(base_model=str(tiny_bert_dir), trainable_layers=2)).eval()
+    # scramble the trained layers so the policy starts far from the base ranking
+    with torch.no_grad():
+        for name, p in model.chunk_encoder.named_parameters():
+            if p.requires_grad:
+                p.add_(torch.randn_like(p) * 0.5)
+    cfg = NextHopConfig(questions_per_step=4, lr=1e-3, warmup=1, total_updates=40, dropout=False,
+                        in_batch_negatives=False, distill_weight=100.0, distill_temperature=0.1, temperature=0.1)
+    learner = NextHopLearner(model, cfg, seed=0)
+    assert learner.teacher is not None and not any(p.requires_grad for p in learner.teacher.parameters())
+    it = iter(_episodes() * 100)
+    stats = [learner.step(lambda: next(it)) for _ in range(30)]
+    assert {"hop_loss", "distill_loss"} <= set(stats[0])
+    assert np.mean([s["distill_loss"] for s in stats[-5:]]) < 0.7 * np.mean([s["distill_loss"] for s in stats[:5]])
+    assert NextHopLearner(model, NextHopConfig(in_batch_negatives=False)).teacher is None
+
+
+def test_distill_settings_are_checked() -> None:
+    with pytest.raises(ValueError, match="distill_weight"):
+        NextHopConfig(distill_weight=-1.0)
+    with pytest.raises(ValueError, match="distill_temperature"):
+        NextHopConfig(distill_temperature=0.0)
+
+
+def test_chunk_embeddings_in_length_batches_equal_one_batch(tiny_bert_dir: Path) -> None:
+    model = QRAGModel.from_base(QRAGConfig(base_model=str(tiny_bert_dir))).eval()
+    texts = [" ".join(["word"] * (1 + (i * 7) % 23)) + f" {i}" for i in range(50)]
+    whole = model.embed_chunks_grad(texts, batch_size=len(texts))
+    pieces = model.embed_chunks_grad(texts, batch_size=8)
+    assert torch.allclose(whole, pieces, atol=1e-5)
+    pieces.sum().backward()  # still differentiable
+    assert any(p.grad is not None for p in model.chunk_encoder.parameters())

@@ -23,6 +23,7 @@ import numpy as np
 import torch
 
 from qrag_integrations.config import PositionMode
+from qrag_integrations.encoder import MeanPoolEncoder, load_base
 from qrag_integrations.model import QRAGModel
 from qrag_integrations.positions import layout
 from qrag_training.data.episode import Episode
@@ -70,6 +71,14 @@ class NextHopConfig:
     """Encoders in training mode (dropout on) for the loss forward."""
     embed_batch_size: int = 128
     """Chunks per forward pass when embedding held-out episodes."""
+    distill_weight: float = 0.0
+    """Weight of a term that keeps first-pick scores close to the base encoder's: at each
+    question-only state, KL(teacher || policy) over the same chunks, where the teacher is
+    ``softmax(cos(E_base(question), E_base(chunk)) / distill_temperature)`` with the untrained
+    base encoder (frozen). It keeps what the base model knows about general relevance while the
+    supervised loss teaches the hops; 0 turns it off (no teacher is built)."""
+    distill_temperature: float = 0.05
+    """Softmax temperature of the teacher's cosine scores."""
 
     def __post_init__(self) -> None:
         self.betas = (float(self.betas[0]), float(self.betas[1]))
@@ -79,6 +88,10 @@ class NextHopConfig:
             raise ValueError(f"states_per_question must be >= 1, got {self.states_per_question}")
         if self.temperature <= 0:
             raise ValueError(f"temperature must be > 0, got {self.temperature}")
+        if self.distill_weight < 0:
+            raise ValueError(f"distill_weight must be >= 0, got {self.distill_weight}")
+        if self.distill_temperature <= 0:
+            raise ValueError(f"distill_temperature must be > 0, got {self.distill_temperature}")
 
 
 @dataclass
@@ -124,6 +137,33 @@ def next_hop_loss(q: torch.Tensor, available: torch.Tensor, positive: torch.Tens
     return (all_ - pos).mean()
 
 
+def distill_loss(
+    q: torch.Tensor, teacher: torch.Tensor, available: torch.Tensor, temperature: float, teacher_temperature: float
+) -> torch.Tensor:
+    """Mean over rows of ``KL(softmax(teacher / teacher_temperature) || softmax(q / temperature))``
+    among the available entries of each row.
+
+    Args:
+        q: ``(S, N)`` policy Q-values.
+        teacher: ``(S, N)`` teacher scores.
+        available: ``(S, N)`` bool, candidates of each row (at least one per row).
+        temperature: softmax temperature of ``q``.
+        teacher_temperature: softmax temperature of ``teacher``.
+    """
+    log_p = torch.log_softmax((q.float() / temperature).masked_fill(~available, float("-inf")), dim=-1)
+    log_t = torch.log_softmax((teacher.float() / teacher_temperature).masked_fill(~available, float("-inf")), dim=-1)
+    terms = torch.where(available, log_t.exp() * (log_t - log_p), torch.zeros_like(log_p))
+    return terms.sum(-1).mean()
+
+
+def base_teacher(model: QRAGModel) -> MeanPoolEncoder:
+    """The untrained base encoder of ``model`` (cosine, frozen, eval mode) on its device."""
+    base, _ = load_base(model.config.base_model)
+    teacher = MeanPoolEncoder(base, 1.0, normalize=True).to(model.device)
+    teacher.requires_grad_(False)
+    return teacher.eval()
+
+
 class NextHopLearner:
     """Online model, optimiser and schedule of the supervised warm start.
 
@@ -149,6 +189,8 @@ class NextHopLearner:
         """Training states seen over all ranks (the counterpart of PQN's environment transitions)."""
         self.alpha = None
         """No soft-greedy temperature: kept for the trainer's records."""
+        self.teacher = base_teacher(model) if config.distill_weight > 0 else None
+        """The frozen base encoder of the distillation term (``None`` when it is off)."""
 
     @property
     def lr(self) -> float:
@@ -193,6 +235,16 @@ class NextHopLearner:
             q1, q2 = model.twin_q(state_emb, rotated)
             q = q1 + q2
         loss = next_hop_loss(q, available, positive, c.temperature)
+        hop_loss = loss.detach()
+        distill = torch.zeros(())
+        if self.teacher is not None:
+            first = [row for row, s in enumerate(states) if not s.picked]
+            if first:
+                distill = distill_loss(
+                    q[first], self._teacher_scores(episodes, [states[r] for r in first]),
+                    available[first], c.temperature, c.distill_temperature,
+                )
+                loss = loss + c.distill_weight * distill
         loss.backward()
         self.dist.average_gradients(self.params)
         norm = torch.nn.utils.clip_grad_norm_(self.params, c.max_grad_norm)
@@ -205,7 +257,29 @@ class NextHopLearner:
         with torch.no_grad():
             best = q.detach().masked_fill(~available, float("-inf")).argmax(-1)
             acc = positive.gather(1, best[:, None]).float().mean()
-        return {"loss": float(loss.detach()), "hop_accuracy": float(acc), "grad_norm": float(norm)}
+        out = {"loss": float(loss.detach()), "hop_accuracy": float(acc), "grad_norm": float(norm)}
+        if self.teacher is not None:
+            out.update(hop_loss=float(hop_loss), distill_loss=float(distill.detach()))
+        return out
+
+    @torch.no_grad()
+    def _teacher_scores(self, episodes: Sequence[Episode], states: Sequence[HopState]) -> torch.Tensor:
+        """``(len(states), total chunks)`` base-encoder cosines of each state's question against
+        every chunk of the step (the question-only states' teacher)."""
+        assert self.teacher is not None
+        cfg = self.model.config
+        texts = [t for e in episodes for t in e.chunks]
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        chunks = torch.empty(len(texts), self.model.embedding_dim, device=self.model.device)
+        bs = self.config.embed_batch_size
+        for start in range(0, len(order), bs):  # batches of similar length: little padding
+            ids = order[start : start + bs]
+            batch = self.model.tokenize([texts[i] for i in ids], cfg.max_chunk_tokens)
+            chunks[torch.tensor(ids, device=chunks.device)] = self.teacher(**batch).float()
+        questions = self.teacher(
+            **self.model.tokenize([episodes[s.episode].question for s in states], cfg.max_state_tokens)
+        )
+        return questions @ chunks.T
 
     # -- what the trainer saves and restores ------------------------------------------------------
     def target_tensors(self) -> dict[str, torch.Tensor]:

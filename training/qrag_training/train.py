@@ -75,6 +75,9 @@ from qrag_training.settings import (
 logger = logging.getLogger("qrag_training.train")
 
 _MODEL_KEYS_THAT_MAY_DIFFER = ("extra",)
+#: Settings a run that starts from another checkpoint (``init_from``) sets itself: token budgets
+#: and question anchoring are read by the search, not baked into the weights.
+_SETTINGS_TAKEN_FROM_RUN = ("max_state_tokens", "max_chunk_tokens", "question_weight")
 
 
 def seed_everything(seed: int) -> None:
@@ -117,6 +120,9 @@ class Trainer:
         if start_from:
             logger.info("%s from %s", "resuming" if self.resuming else "starting", start_from)
             model = load_model(str(start_from), device=self.device)
+            if not self.resuming:
+                for key in _SETTINGS_TAKEN_FROM_RUN:
+                    setattr(model.config, key, getattr(model_config, key))
             self._check_same_model(model_config, model, start_from)
         else:
             model = QRAGModel.from_base(model_config, device=self.device)

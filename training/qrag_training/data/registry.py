@@ -10,6 +10,8 @@
 - "musique": :func:`~qrag_training.data.musique.load_musique` (path, split, limit, ...)
 - "twowiki": :func:`~qrag_training.data.twowiki.load_twowiki` (path, split, limit)
 - "custom": :func:`~qrag_training.data.custom.load_custom_jsonl` (path, chunk_size, ...)
+- "mixture": :func:`~qrag_training.data.mixture.mixture_dataset` (parts, n, seed): several of
+  the above, shared out by weight and interleaved
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from qrag_training.data.babilong import babilong_dataset
 from qrag_training.data.custom import load_custom_jsonl
 from qrag_training.data.episode import Episode
 from qrag_training.data.hotpotqa import load_hotpotqa
+from qrag_training.data.mixture import mixture_dataset
 from qrag_training.data.musique import load_musique
 from qrag_training.data.ruler import ruler_dataset
 from qrag_training.data.twowiki import load_twowiki
@@ -31,6 +34,7 @@ LOADERS: dict[str, Callable[..., list[Episode]]] = {
     "musique": load_musique,
     "twowiki": load_twowiki,
     "custom": load_custom_jsonl,
+    "mixture": mixture_dataset,
 }
 DATASET_NAMES: tuple[str, ...] = tuple(LOADERS)
 
