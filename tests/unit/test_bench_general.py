@@ -1,0 +1,49 @@
+"""bench_general.py: per-question metrics, model specs with search settings, and a tiny run."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+sys.path.insert(0, str(BENCHMARKS))
+
+import bench_general  # noqa: E402
+
+from qrag_training.data.episode import Episode  # noqa: E402
+from qrag_training.evaluate import Retrieval  # noqa: E402
+
+
+def test_scores_read_the_first_picks() -> None:
+    episodes = [Episode("a", "q?", ["x", "y", "z"], [1]), Episode("b", "q?", ["x", "y", "z"], [0, 2])]
+    results = [Retrieval([0, 1, 2]), Retrieval([2, 0, 1])]
+    assert bench_general.scores(episodes, results, "squad") == {"hit@1": [0.0, 0.0], "hit@3": [1.0, 1.0]}
+    assert bench_general.scores(episodes, results, "babilong")["em@facts"] == [0.0, 1.0]
+
+
+def test_model_specs_take_search_settings(tiny_bert_dir: Path) -> None:
+    assert bench_general._split_settings("packaged:all-MiniLM-L6-v2:question_weight=1") == (
+        "packaged:all-MiniLM-L6-v2", ":", "question_weight=1")
+    assert bench_general._split_settings("packaged:qrag-babi-demo")[0] == "packaged:qrag-babi-demo"
+    model = bench_general.load_with_settings(f"{tiny_bert_dir}:question_weight=0.5,max_chunk_tokens=32")
+    assert model.config.question_weight == 0.5 and model.config.max_chunk_tokens == 32
+    with pytest.raises(ValueError, match="unknown search setting 'lr'"):
+        bench_general.load_with_settings(f"{tiny_bert_dir}:lr=1")
+
+
+def test_tiny_run_writes_every_cell_and_paired_differences(tiny_bert_dir: Path, tmp_path: Path) -> None:
+    pytest.importorskip("long_context_eval")
+    out = tmp_path / "general.json"
+    bench_general.main(["--base", str(tiny_bert_dir), "--model", f"w1={tiny_bert_dir}:question_weight=1",
+                        "--cells", "squad,babilong-mixed-300,ruler-single-300", "--squad-n", "6",
+                        "--babi-n", "1", "--ruler-n", "2", "--threads", "1", "--out", str(out)])
+    result = json.loads(out.read_text())
+    assert [c["cell"] for c in result["cells"]] == ["squad", "babilong-mixed-300", "ruler-single-300"]
+    squad = result["cells"][0]
+    assert squad["n"] == 6 and set(squad["metrics"]) == {"untrained", "w1", "dense", "bm25"}
+    assert squad["paired_vs_dense"]["w1"]["hit@1"]["verdict"] in ("better", "worse", "tie")
+    assert set(result["cells"][1]["by_task"]) == {"qa1", "qa2", "qa3", "qa4", "qa5"}
+    assert result["split"] == "val" and result["seed"] == bench_general.VAL_SEED
