@@ -10,7 +10,8 @@ the same questions, over cells of different kinds of text:
   at k = the number of facts and at 6 picks;
 - ``ruler-<variant>-<tokens>``: RULER needles, EM at k = needles and at 5 picks.
 
-Each method is compared with dense top-k of the untrained encoder per question (``paired``: mean
+A third baseline fuses dense and BM25 rankings (``dense+bm25``: reciprocal-rank fusion, as
+LangChain's ``EnsembleRetriever``). Each method is compared with dense top-k of the untrained encoder per question (``paired``: mean
 difference and bootstrap 95% interval; ``worse`` = dense better beyond the interval).
 
     python benchmarks/bench_general.py --model demo=packaged:qrag-babi-demo \\
@@ -47,7 +48,10 @@ from qrag_training.paired import paired_bootstrap  # noqa: E402
 
 VAL_SEED = 555_555
 TASKS = ["qa1", "qa2", "qa3", "qa4", "qa5"]
-DENSE, BM25 = "dense", "bm25"
+DENSE, BM25, HYBRID = "dense", "bm25", "dense+bm25"
+#: Candidates per ranking fused by the hybrid baseline, and its reciprocal-rank constant (the
+#: defaults of LangChain's EnsembleRetriever: c = 60, equal weights).
+HYBRID_DEPTH, RRF_C = 50, 60
 #: Picks per cell kind, and the pick budgets its metrics read (``facts`` = as many as the question has).
 PICKS = {"squad": 3, "hotpotqa": 4, "babilong": 6, "ruler": 5}
 METRICS: dict[str, list[tuple[str, int | str]]] = {
@@ -117,6 +121,17 @@ def _split_settings(spec: str) -> tuple[str, str, str]:
     return spec, "", ""
 
 
+def rrf(a: Sequence[int], b: Sequence[int], k: int) -> Retrieval:
+    """Reciprocal-rank fusion of two rankings with equal weights (what LangChain's
+    ``EnsembleRetriever`` does), top ``k``; ties keep the first ranking's order."""
+    score: dict[int, float] = {}
+    for ranking in (a, b):
+        for rank, item in enumerate(ranking):
+            score[item] = score.get(item, 0.0) + 1.0 / (RRF_C + rank + 1)
+    order = sorted(score, key=lambda i: -score[i])
+    return Retrieval(order[:k])
+
+
 class CachedEmbedder:
     """A model's chunk embeddings by text, computed once per text (pools repeat across questions)."""
 
@@ -149,8 +164,11 @@ def run_cell(
     per_method[DENSE] = scores(episodes, dense_retrieve(models["untrained"], episodes, picks, embed=embedders["untrained"]), kind)
     seconds[DENSE] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    per_method[BM25] = scores(episodes, bm25_retrieve(episodes, picks), kind)
+    bm25 = bm25_retrieve(episodes, HYBRID_DEPTH)
+    per_method[BM25] = scores(episodes, [Retrieval(r.picked[:picks]) for r in bm25], kind)
     seconds[BM25] = time.perf_counter() - t0
+    dense_deep = dense_retrieve(models["untrained"], episodes, HYBRID_DEPTH, embed=embedders["untrained"])
+    per_method[HYBRID] = scores(episodes, [rrf(a.picked, b.picked, picks) for a, b in zip(dense_deep, bm25)], kind)
     table = {m: {k: sum(v) / len(v) for k, v in s.items()} for m, s in per_method.items()}
     paired = {
         m: {k: paired_bootstrap(s[k], per_method[DENSE][k]).to_dict() for k in s}

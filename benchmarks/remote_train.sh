@@ -4,7 +4,7 @@
 # back as fp16 partial checkpoints (rebased here with `remote_bundle.py rebase`).
 #
 #   there: bash benchmarks/remote_train.sh            (with .remote/ carried; writes to $OUT)
-#   here (rehearsal on the CPU, tiny sizes): DEV=cpu QUICK=1 MIN=0.3 [ROUND=2|3|4] OUT=/tmp/out bash benchmarks/remote_train.sh
+#   here (rehearsal on the CPU, tiny sizes): DEV=cpu QUICK=1 MIN=0.3 [ROUND=2|3|4|5] OUT=/tmp/out bash benchmarks/remote_train.sh
 #
 # Runs (HotpotQA: train buckets, checkpoints chosen on the val slice; bucket 0 is not even carried):
 #   nexthop200   the shipped recipe (preset=hotpotqa_cpu: next-hop warm start, 200 x 8 questions)
@@ -20,6 +20,9 @@
 #   fact_em_at_facts), babi_nh_qa2w_lengths (2K/4K/8K haystacks), babi_nh_qa2w_t03 (temperature
 #   0.03), babi_nh_uniform (qa1-qa5 evenly: the control)
 # ROUND=4: babi_nh_qa2w_c and babi_nh_qa2w_c_len continue babi_nh_qa2w from a carried export (INIT)
+# ROUND=5 (the general checkpoint, not yet run on a GPU): preset=general_cpu's mixture (HotpotQA,
+#   BabiLong qa1-qa5 at 2K/4K/8K, RULER) from the untrained MiniLM: gen_distill (distillation toward
+#   the base encoder's first picks, weight 0.5) and gen_plain (weight 0: the ablation)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 DEV=${DEV:-cuda}
@@ -92,6 +95,16 @@ elif [ "$ROUND" = 4 ]; then
   train babi_nh_qa2w_c $BABI_ENV $NH "$WEIGHTED" $QBN &
   train babi_nh_qa2w_c_len $BABI_ENV $NH "$WEIGHTED" "env.target_tokens=[2000,4000,8000]" $QBN &
   EXPORT="babi_nh_qa2w_c babi_nh_qa2w_c_len"
+elif [ "$ROUND" = 5 ]; then
+  # the mixture's HotpotQA parts read the carried file; BabiLong at 2K-8K as in round 4
+  GEN="preset=general_cpu device=$DEV torch_threads=2 model.base_model=$W/base init_from=null \
+    +env.train.parts.0.path=$W/hotpotqa.json +env.eval.parts.0.path=$W/hotpotqa.json \
+    env.train.parts.1.target_tokens=[2000,4000,8000] algo.questions_per_step=32 algo.lr=1e-4 algo.warmup=20 \
+    steps=800 eval_interval=50 eval_episodes=200 time_budget_minutes=$MIN"
+  [ -n "${QUICK:-}" ] && GEN="$GEN eval_episodes=10 eval_interval=2 steps=3 env.pool_size=20 algo.questions_per_step=2"
+  train gen_distill $GEN algo.distill_weight=0.5 &
+  train gen_plain $GEN algo.distill_weight=0 &
+  EXPORT="gen_distill gen_plain"
 else
   # round 2: longer PQN runs, and PQN after stronger warm starts (HotpotQA and BabiLong)
   train pqn_pure_long preset=hotpotqa_cpu $HOT $PQN eval_interval=100 algo.lr=5e-5 algo.warmup=200 \

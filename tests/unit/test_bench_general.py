@@ -43,7 +43,13 @@ def test_tiny_run_writes_every_cell_and_paired_differences(tiny_bert_dir: Path, 
     result = json.loads(out.read_text())
     assert [c["cell"] for c in result["cells"]] == ["squad", "babilong-mixed-300", "ruler-single-300"]
     squad = result["cells"][0]
-    assert squad["n"] == 6 and set(squad["metrics"]) == {"untrained", "w1", "dense", "bm25"}
+    assert squad["n"] == 6 and set(squad["metrics"]) == {"untrained", "w1", "dense", "bm25", "dense+bm25"}
     assert squad["paired_vs_dense"]["w1"]["hit@1"]["verdict"] in ("better", "worse", "tie")
     assert set(result["cells"][1]["by_task"]) == {"qa1", "qa2", "qa3", "qa4", "qa5"}
     assert result["split"] == "val" and result["seed"] == bench_general.VAL_SEED
+
+
+def test_rrf_fuses_two_rankings() -> None:
+    fused = bench_general.rrf([5, 1, 2], [1, 7, 5], 2).picked
+    assert fused == [1, 5]  # 1: ranks 2 and 1; 5: ranks 1 and 3
+    assert bench_general.rrf([4], [], 3).picked == [4]
