@@ -53,3 +53,24 @@ def test_rrf_fuses_two_rankings() -> None:
     fused = bench_general.rrf([5, 1, 2], [1, 7, 5], 2).picked
     assert fused == [1, 5]  # 1: ranks 2 and 1; 5: ranks 1 and 3
     assert bench_general.rrf([4], [], 3).picked == [4]
+
+
+def test_card_section_lists_the_losses_and_replaces_itself(tmp_path: Path) -> None:
+    import card_limits
+
+    cell = {"cell": "squad", "n": 400,
+            "metrics": {"demo": {"hit@1": 0.44}, "dense": {"hit@1": 0.67}},
+            "paired_vs_dense": {"demo": {"hit@1": {"diff": -0.23, "low": -0.28, "high": -0.17, "verdict": "worse"}}}}
+    result = {"split": "val", "seed": 555555, "machine": {"cpu_count": 2}, "cells": [cell]}
+    path = tmp_path / "result.json"
+    path.write_text(json.dumps(result))
+    card = tmp_path / "README.md"
+    card.write_text("# card\n\n## Training\n\ntext\n")
+    card_limits.main([str(path), "demo", str(card)])
+    text = card.read_text()
+    assert "| squad | 400 | hit@1 | 0.440 | 0.670 | -0.230 [-0.280, -0.170] | **worse** |" in text
+    assert "Worse than dense top-k on: squad hit@1." in text and text.startswith("# card\n\n## Training")
+    card_limits.main([str(path), "demo", str(card)])  # again: replaced, not appended
+    assert card.read_text().count(card_limits.HEADING) == 1
+    with pytest.raises(KeyError, match="'other'"):
+        card_limits.main([str(path), "other", str(card)])

@@ -284,7 +284,8 @@ class Trainer:
         if self.venv is not None:
             self.venv.reset()
         window: dict[str, list[float]] = {
-            "loss": [], "q_mean": [], "target_mean": [], "grad_norm": [], "hop_accuracy": []
+            "loss": [], "q_mean": [], "target_mean": [], "grad_norm": [], "hop_accuracy": [],
+            "hop_loss": [], "distill_loss": [],
         }
         returns: list[float] = []
         solved: list[bool] = []
