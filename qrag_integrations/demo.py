@@ -39,7 +39,8 @@ def context_reader(prompt_value: Any) -> str:
 def load_reader(spec: str | None, device: str) -> Any:
     """The reader a ``--reader`` spec names; ``None`` (the default) is ``local``, and falls back to
     the stand-in with a printed note when the default model is not installed."""
-    from qrag_integrations.readers import ReaderUnavailable, build_reader
+    from qrag_integrations.cli_errors import fail
+    from qrag_integrations.readers import ReaderError, ReaderUnavailable, build_reader
 
     if spec == "none":
         return None
@@ -49,9 +50,11 @@ def load_reader(spec: str | None, device: str) -> Any:
             return build_reader(spec or "local", **options)
     except ReaderUnavailable as exc:
         if spec is not None:
-            raise SystemExit(f"qrag-demo: --reader {spec}: {exc}") from exc
+            fail("qrag-demo", f"--reader {spec}: {exc}")
         print(f"note: {exc}")
         return None
+    except (ReaderError, ValueError) as exc:  # an unknown spec or bad options
+        fail("qrag-demo", f"--reader {spec}: {exc}")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -78,6 +81,7 @@ def main(argv: list[str] | None = None) -> None:
     from llama_index.core.query_engine import RetrieverQueryEngine
 
     from qrag_integrations import QRAGRetriever
+    from qrag_integrations.cli_errors import one_line_errors
     from qrag_integrations.defaults import default_checkpoint, demo_checkpoint
     from qrag_integrations.readers import DEFAULT_TEMPLATE
     from qrag_integrations.readers.frameworks import as_langchain_runnable, as_llama_index_llm
@@ -85,7 +89,10 @@ def main(argv: list[str] | None = None) -> None:
     sample = load_sample()
     chunks, support = sample["chunks"], set(sample["support"])
     ids = [f"s{i}" for i in range(len(chunks))]
-    retriever = QRAGRetriever.from_texts(chunks, ids=ids, checkpoint=args.checkpoint or demo_checkpoint(), k=args.k, device=args.device)
+    with one_line_errors("qrag-demo"):  # a bad --checkpoint, --k or --device: one line, exit 2
+        retriever = QRAGRetriever.from_texts(
+            chunks, ids=ids, checkpoint=args.checkpoint or demo_checkpoint(), k=args.k, device=args.device
+        )
     print(f"model: {retriever.checkpoint}")
     print(f"corpus: {len(chunks)} sentences (~{len(chunks) * 25} tokens), {len(support)} supporting facts hidden in noise")
     print(f"question: {sample['question']}   (answer: {sample['answer']})")

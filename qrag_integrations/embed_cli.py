@@ -35,6 +35,7 @@ import torch
 from tqdm.auto import tqdm
 
 from qrag_integrations.checkpoint import load_model
+from qrag_integrations.cli_errors import fail
 from qrag_integrations.errors import QRAGError
 from qrag_integrations.model import QRAGModel
 from qrag_integrations.streaming import Shard, embed_corpus, read_shards
@@ -203,8 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _fail(message: str) -> NoReturn:
     """Print ``qrag-embed: error: message`` to stderr and exit with code 2."""
-    print(f"{PROG}: error: {message}", file=sys.stderr)
-    raise SystemExit(2)
+    fail(PROG, message)
 
 
 def _check(args: argparse.Namespace) -> None:

@@ -47,7 +47,10 @@ from typing import Any
 import numpy as np
 import torch
 
+from hydra.errors import ConfigCompositionException
+
 from qrag_integrations.atomic import write_json_atomic, write_text_atomic
+from qrag_integrations.cli_errors import INPUT_ERRORS, one_line_errors
 from qrag_integrations.index import ChunkIndex
 from qrag_integrations.model import QRAGModel, eval_mode
 from qrag_integrations.readers import DEFAULT_TEMPLATE, Reader, ReaderError
@@ -440,10 +443,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("bm25s").setLevel(logging.WARNING)
     args = build_parser().parse_args(argv)
-    try:
-        summary = run(args)
-    except ReaderError as err:
-        raise SystemExit(f"qrag-eval: the reader failed: {err}") from err
+    with one_line_errors("qrag-eval", (ConfigCompositionException, *INPUT_ERRORS)):
+        try:
+            summary = run(args)
+        except ReaderError as err:  # not bad input: the reader (a server, a model) failed
+            raise SystemExit(f"qrag-eval: the reader failed: {err}") from err
     print(json.dumps(summary, indent=2, default=str))
 
 

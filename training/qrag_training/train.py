@@ -19,16 +19,19 @@ and writes. A checkpoint holds rank 0's RNGs; resuming with another number of ra
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
 import random
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import hydra
+from hydra.errors import ConfigCompositionException
 import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
@@ -36,6 +39,7 @@ from tqdm.auto import tqdm
 
 from qrag_integrations.atomic import write_text_atomic
 from qrag_integrations.checkpoint import load_model
+from qrag_integrations.cli_errors import INPUT_ERRORS, one_line_errors
 from qrag_integrations.model import QRAGModel
 from qrag_training.run_folder import (
     METRICS_FILE,
@@ -382,13 +386,19 @@ class Trainer:
         return out
 
 
-def run(cfg: DictConfig) -> dict[str, Any]:
-    """Train from a composed config (what ``qrag-train`` does after Hydra parsed the CLI)."""
+def run(cfg: DictConfig, prog: str | None = None) -> dict[str, Any]:
+    """Train from a composed config (what ``qrag-train`` does after Hydra parsed the CLI).
+
+    With ``prog``, bad settings found while the run is set up (a missing ``init_from``, an
+    inconsistent value) end in one line and exit status 2; errors during training keep their
+    traceback."""
     import transformers
 
     transformers.utils.logging.disable_progress_bar()  # no per-save "Writing shards" bars
     try:
-        return Trainer(cfg).train()
+        with one_line_errors(prog) if prog else contextlib.nullcontext():
+            trainer = Trainer(cfg)
+        return trainer.train()
     finally:
         shutdown(context_from_env())
 
@@ -397,10 +407,31 @@ def run(cfg: DictConfig) -> dict[str, Any]:
 CONF_DIR = str(Path(__file__).resolve().parent / "conf")
 
 
+PROG = "qrag-train"
+
+
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="train")
-def main(cfg: DictConfig) -> None:
-    """Entry point of ``qrag-train``."""
-    run(cfg)
+def _hydra_main(cfg: DictConfig) -> None:
+    run(cfg, prog=PROG)
+
+
+def check_overrides(overrides: Sequence[str]) -> None:
+    """Compose the config with ``overrides`` first, so a misspelled key or a bad value ends in one
+    line (exit status 2) instead of Hydra's multi-line report. Hydra's own flags (``--cfg``,
+    ``-m``, ``--help``, ...) skip the check and go to Hydra as they are."""
+    if any(arg.startswith("-") for arg in overrides):
+        return
+    from hydra import compose, initialize_config_dir
+
+    with one_line_errors(PROG, (ConfigCompositionException, *INPUT_ERRORS)):
+        with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+            compose(config_name="train", overrides=list(overrides))
+
+
+def main() -> None:
+    """Entry point of ``qrag-train``: Hydra's command line (``key=value`` overrides)."""
+    check_overrides(sys.argv[1:])
+    _hydra_main()
 
 
 if __name__ == "__main__":
