@@ -74,3 +74,20 @@ def test_card_section_lists_the_losses_and_replaces_itself(tmp_path: Path) -> No
     assert card.read_text().count(card_limits.HEADING) == 1
     with pytest.raises(KeyError, match="'other'"):
         card_limits.main([str(path), "other", str(card)])
+
+
+def test_report_marks_paired_verdicts_and_merges_files() -> None:
+    import general_report
+
+    def result(method: str, value: float, verdict: str) -> dict:
+        return {"split": "val", "seed": 1, "cells": [{
+            "cell": "squad", "n": 10,
+            "metrics": {method: {"hit@1": value}, "dense": {"hit@1": 0.5}},
+            "paired_vs_dense": {method: {"hit@1": {"diff": value - 0.5, "low": 0, "high": 0, "verdict": verdict}}}}]}
+
+    text = general_report.table([result("a", 0.7, "better"), result("b", 0.2, "worse")])
+    assert "| a | 0.700 (+0.200*) |" in text and "| b | 0.200 (-0.300!) |" in text and "| dense | 0.500 |" in text
+    other = result("c", 0.5, "tie")
+    other["seed"] = 2
+    with pytest.raises(ValueError, match="share split, seed and cells"):
+        general_report.table([result("a", 0.7, "better"), other])
