@@ -165,7 +165,7 @@ def test_overwrite_replaces_folder_whole(full_model: QRAGModel, partial_model: Q
     save_pretrained(partial_model, out)
     assert not (out / "state_encoder").exists()
     assert load_model(out).config.trainable_layers == 1
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".ckpt.lock", "ckpt"]
 
 
 def test_a_file_added_to_a_checkpoint_is_never_deleted(
@@ -362,7 +362,7 @@ def failed_save_keeps_previous(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
         with pytest.raises(error, match=message):
             save_pretrained(model, out)
         assert folder_digest(out) == before
-        assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt"]
+        assert sorted(p.name for p in tmp_path.iterdir()) == [".ckpt.lock", "ckpt"]
 
     return check
 
@@ -394,4 +394,4 @@ def test_failure_after_first_encoder_written(
     with pytest.raises(KeyboardInterrupt):
         save_pretrained(full_model, fresh)
     assert not fresh.exists()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".ckpt.lock", "ckpt"]
