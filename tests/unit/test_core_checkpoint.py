@@ -198,6 +198,38 @@ def test_file_instead_of_folder(tmp_path: Path) -> None:
         load_model(f)
 
 
+PACKAGED_LIST = (r"the packaged ones are packaged:all-MiniLM-L6-v2 \(the default encoder, not trained for Q-RAG\), "
+                 r"packaged:qrag-babi-demo, packaged:qrag-hotpotqa-minilm$")
+
+
+@pytest.mark.parametrize(
+    ("name", "hint"),
+    [("packaged:no-such-model", ""), ("packaged:qrag-babi-dem", r" \(did you mean 'packaged:qrag-babi-demo'\?\)")],
+)
+def test_an_unknown_packaged_name_lists_the_packaged_checkpoints(tiny_bert_dir: Path, name: str, hint: str) -> None:
+    pattern = rf"^unknown packaged checkpoint '{name}'{hint}; {PACKAGED_LIST}"
+    with pytest.raises(CheckpointError, match=pattern):
+        load_model(name)
+    with pytest.raises(CheckpointError, match=pattern):  # as the base encoder a checkpoint names
+        QRAGModel.from_base(QRAGConfig(base_model=name))
+    from qrag_integrations import QRAGRetriever
+
+    with pytest.raises(CheckpointError, match=pattern):
+        QRAGRetriever.from_texts(["a"], checkpoint=name)
+
+
+def test_a_hub_name_that_cannot_load_offline_says_so_in_one_sentence(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(CheckpointError) as caught:
+        load_model("someone-qrag-test/no-such-encoder")
+    message = str(caught.value)
+    assert message == (
+        "'someone-qrag-test/no-such-encoder' is not a local folder or a packaged checkpoint, and the Hugging Face "
+        "hub is offline (HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE) with no copy of it in the local cache, so it cannot "
+        "be loaded; pass a local folder or a packaged:NAME instead"
+    )
+
+
 def test_missing_manifest_direct(tmp_path: Path) -> None:
     (tmp_path / "c").mkdir()
     with pytest.raises(CheckpointError, match="qrag_config.json is missing"):
