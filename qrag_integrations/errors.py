@@ -11,3 +11,8 @@ class CheckpointError(QRAGError):
 
 class IndexMismatchError(QRAGError):
     """A saved index does not fit the model it is loaded with (embedding size, model hash)."""
+
+
+class UnknownOptionError(QRAGError, TypeError):
+    """A keyword option nobody reads (a misspelling, an option of another library): refused, not
+    ignored. Also a ``TypeError``, as Python raises for an unexpected keyword argument."""

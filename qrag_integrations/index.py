@@ -75,7 +75,7 @@ class Snapshot:
         means all rows."""
         if filter is None:
             return None
-        test = filter if callable(filter) else _mapping_filter(filter)
+        test = filter if callable(filter) else mapping_filter(filter)
         return np.fromiter(
             (i for i, c in enumerate(self.chunks) if test(c.metadata)), dtype=np.int64
         )
@@ -99,12 +99,19 @@ def _json_problem(value: Any, where: str, depth: int = 0) -> str | None:
     return next((p for w, v in items if (p := _json_problem(v, w, depth + 1))), None)
 
 
-def _mapping_filter(filter: Mapping[str, Any]) -> Callable[[dict[str, Any]], bool]:
+def mapping_filter(filter: Mapping[str, Any]) -> Callable[[Mapping[str, Any]], bool]:
+    """The test a ``{"key": value or [values]}`` filter stands for: every key present, its value
+    equal to the value or to one of the values. The one definition every search path (in-memory
+    and store-backed) checks chunks with.
+
+    Raises:
+        QRAGError: ``filter`` is not a mapping.
+    """
     if not isinstance(filter, Mapping):
         raise QRAGError(f"filter must be a mapping or a callable, got {type(filter).__name__}")
     wanted = {k: (list(v) if isinstance(v, (list, tuple, set, frozenset)) else [v]) for k, v in filter.items()}
 
-    def test(meta: dict[str, Any]) -> bool:
+    def test(meta: Mapping[str, Any]) -> bool:
         return all(k in meta and meta[k] in values for k, values in wanted.items())
 
     return test

@@ -11,9 +11,9 @@ chunks in :mod:`~qrag_integrations.conversion`, save / load in
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from langchain_core.documents import Document as LCDocument
 from llama_index.core.retrievers import BaseRetriever as LIBaseRetriever
@@ -29,10 +29,11 @@ from qrag_integrations.conversion import (
     vector_store_documents,
 )
 from qrag_integrations.defaults import default_checkpoint
-from qrag_integrations.errors import IndexMismatchError, QRAGError
+from qrag_integrations.errors import IndexMismatchError, QRAGError, UnknownOptionError
 from qrag_integrations.faces import LangChainFace, LlamaIndexFace
 from qrag_integrations.index import INDEX_DTYPES, ChunkIndex, MetadataFilter
 from qrag_integrations.model import QRAGModel
+from qrag_integrations.options import check_options
 from qrag_integrations.persistence import SETTINGS_FILE, read_retriever, save_retriever
 from qrag_integrations.search import Hit, MultiStepSearcher, SearchSettings
 
@@ -101,6 +102,9 @@ class QRAGRetriever(LangChainFace, LlamaIndexFace):
     object_map: dict = Field(default_factory=dict, exclude=True)
     _verbose: bool = PrivateAttr(default=False)
 
+    #: Keyword arguments of ``__init__`` that a ``from_*`` constructor passes on beside the fields.
+    _init_keywords: ClassVar[frozenset[str]] = frozenset({"model", "index", "callback_manager"})
+
     _model: QRAGModel = PrivateAttr()
     _index: ChunkIndex = PrivateAttr()
     _searcher: MultiStepSearcher = PrivateAttr()
@@ -119,8 +123,9 @@ class QRAGRetriever(LangChainFace, LlamaIndexFace):
             model: an already loaded model (else loaded from ``checkpoint``).
             index: an existing index built with this model.
             callback_manager: LlamaIndex callback manager.
-            **data: the fields (``k``, ``checkpoint``, ``device``, ...).
+            **data: the fields (``k``, ``checkpoint``, ``device``, ...); no other name.
         """
+        check_options(data, type(self).model_fields, f"{type(self).__name__}()")
         if "k" in data:
             validation.check_k(data["k"])  # before pydantic, which would coerce "3", True or 2.0 to an int
         super().__init__(**data)
@@ -146,13 +151,8 @@ class QRAGRetriever(LangChainFace, LlamaIndexFace):
     # -- constructors -------------------------------------------------------------------------
     @classmethod
     def from_texts(
-        cls,
-        texts: Sequence[str],
-        metadatas: Sequence[dict[str, Any]] | None = None,
-        ids: Sequence[str] | None = None,
-        checkpoint: str | None = None,
-        k: int = 4,
-        **kwargs: Any,
+        cls, texts: Sequence[str], metadatas: Sequence[dict[str, Any]] | None = None, ids: Sequence[str] | None = None,
+        checkpoint: str | None = None, k: int = 4, **kwargs: Any,
     ) -> QRAGRetriever:
         """Index raw texts, each one chunk of one shared document in the given order.
 
@@ -162,20 +162,16 @@ class QRAGRetriever(LangChainFace, LlamaIndexFace):
             ids: ids per text (default random).
             checkpoint: checkpoint folder or HF encoder name; default: the packaged model.
             k: default number of steps.
-            **kwargs: other fields (``device``, ``stop_threshold``, ...).
+            **kwargs: other fields (``device``, ``stop_threshold``, ...); no other name.
         """
+        cls._refuse_unknown(kwargs, "from_texts", "metadatas", "ids")
         retriever = cls(checkpoint=checkpoint, k=k, **kwargs)
         retriever.add_texts(texts, metadatas=metadatas, ids=ids)
         return retriever
 
     @classmethod
     def from_documents(
-        cls,
-        documents: Sequence[Any],
-        checkpoint: str | None = None,
-        k: int = 4,
-        text_splitter: Any = None,
-        **kwargs: Any,
+        cls, documents: Sequence[Any], checkpoint: str | None = None, k: int = 4, text_splitter: Any = None, **kwargs: Any
     ) -> QRAGRetriever:
         """Index LangChain ``Document``\\ s or LlamaIndex ``Document``/nodes.
 
@@ -187,6 +183,7 @@ class QRAGRetriever(LangChainFace, LlamaIndexFace):
                 each document's pieces keep their order inside that document.
             **kwargs: other fields.
         """
+        cls._refuse_unknown(kwargs, "from_documents", "text_splitter")
         retriever = cls(checkpoint=checkpoint, k=k, **kwargs)
         retriever.add_documents(documents, text_splitter=text_splitter)
         return retriever
@@ -196,6 +193,7 @@ class QRAGRetriever(LangChainFace, LlamaIndexFace):
         cls, nodes: Sequence[BaseNode], checkpoint: str | None = None, k: int = 4, **kwargs: Any
     ) -> QRAGRetriever:
         """Index LlamaIndex nodes (ids, metadata and source document are kept)."""
+        cls._refuse_unknown(kwargs, "from_nodes", "text_splitter")
         return cls.from_documents(list(nodes), checkpoint=checkpoint, k=k, **kwargs)
 
     @classmethod
@@ -207,16 +205,12 @@ class QRAGRetriever(LangChainFace, LlamaIndexFace):
         The nodes come from its docstore; chunk embeddings are recomputed with the Q-RAG chunk
         encoder (the vector store's own embeddings belong to another model).
         """
+        cls._refuse_unknown(kwargs, "from_llama_index", "text_splitter")
         return cls.from_nodes(llama_index_nodes(index), checkpoint=checkpoint, k=k, **kwargs)
 
     @classmethod
     def from_vector_store(
-        cls,
-        vector_store: Any,
-        ids: Sequence[str] | None = None,
-        checkpoint: str | None = None,
-        k: int = 4,
-        **kwargs: Any,
+        cls, vector_store: Any, ids: Sequence[str] | None = None, checkpoint: str | None = None, k: int = 4, **kwargs: Any
     ) -> QRAGRetriever:
         """Re-index the documents of a LangChain vector store.
 
@@ -228,6 +222,7 @@ class QRAGRetriever(LangChainFace, LlamaIndexFace):
             k: default number of steps.
             **kwargs: other fields.
         """
+        cls._refuse_unknown(kwargs, "from_vector_store", "ids")
         docs = vector_store_documents(vector_store, ids)
         retriever = cls(checkpoint=checkpoint, k=k, **kwargs)
         retriever.add_documents(docs, as_chunks=True)
@@ -239,7 +234,14 @@ class QRAGRetriever(LangChainFace, LlamaIndexFace):
         ``candidates_per_step``: :class:`~qrag_integrations.store_retriever.QRAGStoreRetriever`)."""
         from qrag_integrations.store_retriever import QRAGStoreRetriever
 
+        QRAGStoreRetriever._refuse_unknown(kwargs, "from_store")
         return QRAGStoreRetriever(store=store, checkpoint=checkpoint, k=k, **kwargs)
+
+    @classmethod
+    def _refuse_unknown(cls, options: Iterable[str], method: str, *also: str) -> None:
+        """Raise :class:`~qrag_integrations.errors.UnknownOptionError` for ``options`` that
+        ``cls.method`` would pass on but that ``cls(...)`` does not take."""
+        check_options(options, {*cls.model_fields, *cls._init_keywords, *also}, f"{cls.__name__}.{method}")
 
     # -- corpus management ----------------------------------------------------------------------
     @property
@@ -256,23 +258,16 @@ class QRAGRetriever(LangChainFace, LlamaIndexFace):
         return len(self._index)
 
     def add_texts(
-        self,
-        texts: Sequence[str],
-        metadatas: Sequence[dict[str, Any]] | None = None,
-        ids: Sequence[str] | None = None,
-        doc_id: str | None = None,
+        self, texts: Sequence[str], metadatas: Sequence[dict[str, Any]] | None = None,
+        ids: Sequence[str] | None = None, doc_id: str | None = None,
     ) -> list[str]:
         """Embed and add chunks; only these chunks are embedded. Returns their ids."""
         texts = validation.check_texts(texts)
         return self._add(texts, metadatas, ids, [doc_id or "texts"] * len(texts))
 
     def add_documents(
-        self,
-        documents: Sequence[Any],
-        ids: Sequence[str] | None = None,
-        text_splitter: Any = None,
-        as_chunks: bool = False,
-        **kwargs: Any,
+        self, documents: Sequence[Any], ids: Sequence[str] | None = None, text_splitter: Any = None,
+        as_chunks: bool = False, **kwargs: Any,
     ) -> list[str]:
         """Embed and add LangChain Documents or LlamaIndex Documents / nodes.
 
@@ -284,11 +279,13 @@ class QRAGRetriever(LangChainFace, LlamaIndexFace):
             ids: chunk ids (only without a splitter; default: the documents' ids or random).
             text_splitter: LangChain ``TextSplitter`` or LlamaIndex ``NodeParser``.
             as_chunks: treat each document as one chunk even if a splitter is set.
-            **kwargs: ignored (LangChain ``VectorStore``-style signature compatibility).
+            **kwargs: none is taken (a LangChain ``VectorStore``-style signature): any name raises
+                :class:`~qrag_integrations.errors.UnknownOptionError`.
 
         Returns:
             The ids of the added chunks.
         """
+        check_options(kwargs, ("ids", "text_splitter", "as_chunks"), f"{type(self).__name__}.add_documents")
         rows = documents_to_chunks(list(documents), None if as_chunks else text_splitter)
         if ids is not None:
             if text_splitter is not None and not as_chunks:
@@ -301,7 +298,9 @@ class QRAGRetriever(LangChainFace, LlamaIndexFace):
         return self.add_documents(list(nodes))
 
     def delete(self, ids: Sequence[str] | None = None, **kwargs: Any) -> bool:
-        """Delete chunks by id (no re-embedding). Returns ``True`` if any was removed."""
+        """Delete chunks by id (no re-embedding). Returns ``True`` if any was removed; ``kwargs``:
+        none is taken (any name raises :class:`~qrag_integrations.errors.UnknownOptionError`)."""
+        check_options(kwargs, ("ids",), f"{type(self).__name__}.delete")
         if ids is None:
             raise QRAGError("delete needs ids=[...]")
         if isinstance(ids, str):
@@ -396,5 +395,5 @@ class QRAGRetriever(LangChainFace, LlamaIndexFace):
         saved = read_retriever(path, device=device)
         try:
             return cls(model=saved.model, index=saved.index, **saved.settings)
-        except ValidationError as exc:
+        except (ValidationError, UnknownOptionError) as exc:
             raise QRAGError(f"corrupt {Path(path) / SETTINGS_FILE}: {exc}") from exc

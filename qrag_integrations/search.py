@@ -93,8 +93,9 @@ class CandidateSet(Protocol):
     def chunk(self, rank: int) -> Chunk:
         """The chunk at this document-order rank (at least every picked one)."""
 
-    def best(self, searcher: MultiStepSearcher, state: torch.Tensor, picked: list[int]) -> tuple[int, float, int]:
-        """``(rank, Q-value, position)`` of the pick for ``state`` given the ranks ``picked``."""
+    def best(self, searcher: MultiStepSearcher, state: torch.Tensor, picked: list[int]) -> tuple[int, float, int] | None:
+        """``(rank, Q-value, position)`` of the pick for ``state`` given the ranks ``picked``;
+        ``None`` when no chunk the question may get is left (its search ends)."""
 
 
 @dataclass(frozen=True)
@@ -265,6 +266,7 @@ class MultiStepSearcher:
                     questions, question_row = states, {b: i for i, b in enumerate(active)}
                 else:
                     states = self.model.anchor_states(states, questions[[question_row[b] for b in active]])
+            best: list[tuple[int, float, int] | None]
             if use_faiss:
                 snap, n = candidates[0].snap, candidates[0].n
                 best = [self._best_faiss(snap, states[i], picked[b], n) for i, b in enumerate(active)]
@@ -273,7 +275,10 @@ class MultiStepSearcher:
             else:
                 best = [candidates[b].best(self, states[i], picked[b]) for i, b in enumerate(active)]
             still = []
-            for (rank, q, pos), b in zip(best, active):
+            for pick, b in zip(best, active):
+                if pick is None:  # nothing left that this question may get
+                    continue
+                rank, q, pos = pick
                 if stop_threshold is not None and q < stop_threshold:
                     continue
                 picked[b].append(rank)

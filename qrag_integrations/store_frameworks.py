@@ -27,7 +27,7 @@ from llama_index.core.vector_stores.types import (
 
 from qrag_integrations.embeddings import QRAGEmbeddings
 from qrag_integrations.errors import IndexMismatchError, QRAGError
-from qrag_integrations.index import Chunk
+from qrag_integrations.index import Chunk, mapping_filter
 from qrag_integrations.model import QRAGModel
 from qrag_integrations.store_rows import (
     KEY_DOC_ID,
@@ -55,11 +55,6 @@ def _keys_info(metas: list[Mapping[str, Any]], doc_id: str) -> tuple[int, int] |
 
 def _next_rank(metas: list[Mapping[str, Any]]) -> int:
     return max((int(m[KEY_DOC_RANK]) for m in metas if KEY_DOC_RANK in m), default=-1) + 1
-
-
-def _mapping_test(filter: Mapping[str, Any]) -> Callable[[Mapping[str, Any]], bool]:
-    wanted = {k: (list(v) if isinstance(v, (list, tuple, set, frozenset)) else [v]) for k, v in filter.items()}
-    return lambda meta: all(k in meta and meta[k] in values for k, values in wanted.items())
 
 
 class LangChainMemorySource:
@@ -95,7 +90,7 @@ class LangChainMemorySource:
             return filter
         if not isinstance(filter, Mapping):
             raise QRAGError(f"filter must be a mapping or a callable on a Document, got {type(filter).__name__}")
-        test = _mapping_test(filter)
+        test = mapping_filter(filter)
         return lambda doc: test(doc.metadata)
 
     def _records(self, filter: Any) -> list[dict[str, Any]]:
@@ -114,10 +109,13 @@ class LangChainMemorySource:
         return SortedKeys([(int(r["metadata"][KEY_DOC_RANK]), int(r["metadata"][KEY_ORDER])) for r in self._records(filter)])
 
     def candidates(self, vector: np.ndarray, k: int, filter: Any) -> StoreCandidates:
-        """The store's ``k`` nearest matching chunks (its cosine similarity)."""
+        """The store's ``k`` nearest matching chunks (its cosine similarity), each checked against
+        the filter again here."""
+        test = self._filter(filter)
         found = self.store.similarity_search_with_score_by_vector(
-            np.asarray(vector, dtype=np.float32).tolist(), k=k, filter=self._filter(filter)
+            np.asarray(vector, dtype=np.float32).tolist(), k=k, filter=test
         )
+        found = [(doc, score) for doc, score in found if test is None or test(doc)]
         rows = [row_chunk(doc.page_content, doc.metadata, self.fingerprint, self._where) for doc, _ in found]
         vectors = np.asarray([self.store.store[doc.id]["vector"] for doc, _ in found], dtype=np.float32)
         keys = np.asarray([key for _, key in rows], dtype=np.int64).reshape(-1, 2)
@@ -160,11 +158,17 @@ def llama_filters(filter: Any) -> MetadataFilters | None:
         return filter
     if not isinstance(filter, Mapping):
         raise QRAGError(f"a LlamaIndex store takes a mapping or MetadataFilters, not {type(filter).__name__}")
-    return MetadataFilters(filters=[
-        MetadataFilter(key=k, value=list(v), operator=FilterOperator.IN)
-        if isinstance(v, (list, tuple, set, frozenset)) else MetadataFilter(key=k, value=v, operator=FilterOperator.EQ)
-        for k, v in filter.items()
-    ])
+    try:
+        return MetadataFilters(filters=[
+            MetadataFilter(key=k, value=list(v), operator=FilterOperator.IN)
+            if isinstance(v, (list, tuple, set, frozenset)) else MetadataFilter(key=k, value=v, operator=FilterOperator.EQ)
+            for k, v in filter.items()
+        ])
+    except ValueError as exc:  # pydantic: a value LlamaIndex filters cannot hold
+        raise QRAGError(
+            f"a LlamaIndex store cannot filter on {dict(filter)!r}: its MetadataFilters match an int, float or str, "
+            f"or a list of one of those types ({type(exc).__name__})"
+        ) from exc
 
 
 class LlamaIndexSimpleSource:
@@ -199,9 +203,10 @@ class LlamaIndexSimpleSource:
 
     def _matching(self, filter: Any) -> list[str]:
         ids = list(self.store.data.embedding_dict)
-        if filter is None or not ids:
+        if filter is None:
             return ids
-        return self._query([1.0] * self.embedding_dim, len(ids), filter)
+        llama_filters(filter)  # a filter LlamaIndex cannot take is refused even by an empty store
+        return self._query([1.0] * self.embedding_dim, len(ids), filter) if ids else ids
 
     def count(self, filter: Any = None) -> int:
         """Number of chunks matching ``filter``."""

@@ -83,11 +83,17 @@ def qdrant_filter(filter: Any) -> models.Filter | None:
         )
     conditions = []
     for key, value in filter.items():
-        if isinstance(value, (list, tuple, set, frozenset)):
-            match: Any = models.MatchAny(any=list(value))
-        else:
-            match = models.MatchValue(value=value)
-        conditions.append(models.FieldCondition(key=_field(key), match=match))
+        try:
+            if isinstance(value, (list, tuple, set, frozenset)):
+                match: Any = models.MatchAny(any=list(value))
+            else:
+                match = models.MatchValue(value=value)
+            conditions.append(models.FieldCondition(key=_field(key), match=match))
+        except ValueError as exc:  # pydantic: Qdrant matches str, int and bool values, lists of one type
+            raise QRAGError(
+                f"a Qdrant store cannot filter {key!r} on {value!r}: it matches a str, int or bool, or a list of "
+                f"str or of int ({type(exc).__name__})"
+            ) from exc
     return models.Filter(must=conditions)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from langchain_core.documents import Document as LCDocument
 from langchain_core.vectorstores import InMemoryVectorStore
@@ -22,6 +22,7 @@ from qrag_integrations.conversion import chunk_to_langchain
 from qrag_integrations.errors import QRAGError
 from qrag_integrations.index import ChunkIndex
 from qrag_integrations.model import QRAGModel
+from qrag_integrations.options import check_options
 from qrag_integrations.retriever import QRAGRetriever
 from qrag_integrations.search import Hit
 from qrag_integrations.store_frameworks import LangChainMemorySource, LlamaIndexSimpleSource
@@ -89,6 +90,8 @@ class QRAGStoreRetriever(QRAGRetriever):
     """Also score every matching chunk each step to count in :attr:`stats` how often the exact
     arg-max was among the candidates (costly: for evaluation)."""
 
+    _init_keywords: ClassVar[frozenset[str]] = QRAGRetriever._init_keywords | {"store", "collection_name", "rank_by"}
+
     _source: Any = PrivateAttr()
     _store_searcher: StoreSearcher = PrivateAttr()
 
@@ -109,10 +112,12 @@ class QRAGStoreRetriever(QRAGRetriever):
             collection_name: the collection (created if missing).
             url: server URL (``http://localhost:6333``).
             path: folder of embedded local mode (``None`` with no ``url``: in memory).
-            **kwargs: fields and ``checkpoint`` / ``model``.
+            **kwargs: fields, ``checkpoint`` / ``model`` and ``rank_by``; an unknown name raises
+                :class:`~qrag_integrations.errors.UnknownOptionError`.
         """
         from qrag_integrations.store_qdrant import connect
 
+        cls._refuse_unknown(kwargs, "from_qdrant")
         return cls(store=connect(url=url, path=path), collection_name=collection_name, **kwargs)
 
     @property
@@ -137,7 +142,8 @@ class QRAGStoreRetriever(QRAGRetriever):
         return ingest(self._source, self._model, texts, metas, ids, doc_ids, batch_size=self.batch_size)
 
     def delete(self, ids: Sequence[str] | None = None, **kwargs: Any) -> bool:
-        """Delete chunks by id from the store. Returns ``True`` if any was removed."""
+        """Delete chunks by id from the store. Returns ``True`` if any was removed; ``kwargs``: none."""
+        check_options(kwargs, ("ids",), f"{type(self).__name__}.delete")
         if ids is None:
             raise QRAGError("delete needs ids=[...]")
         return self._source.delete([ids] if isinstance(ids, str) else list(ids)) > 0

@@ -8,12 +8,17 @@ them (:func:`~qrag_integrations.search.score_at_positions`, the one scoring code
 state texts, anchoring and stop rule are :class:`~qrag_integrations.search.MultiStepSearcher`'s.
 Whenever the candidates hold the exact arg-max, picks, Q-values and positions are the exact
 search's; :class:`StoreStats` counts how often they did (``check_exact=True``).
+
+A ``{"key": value or [values]}`` filter is pushed down to the store *and* every candidate the
+store returns is checked against it here (:func:`~qrag_integrations.index.mapping_filter`, the
+in-memory index's test), so a store whose filter matches more (Qdrant matches a list that holds
+the value, or a nested field by a dotted key) never makes a chunk outside the filter a pick.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -21,7 +26,7 @@ import numpy as np
 import torch
 
 from qrag_integrations.errors import IndexMismatchError, QRAGError
-from qrag_integrations.index import Chunk, ChunkIndex
+from qrag_integrations.index import Chunk, ChunkIndex, mapping_filter
 from qrag_integrations.model import QRAGModel
 from qrag_integrations.search import Hit, MultiStepSearcher, score_at_positions
 
@@ -83,6 +88,33 @@ class StoreStats:
         return self.exact_in_candidates / self.exact_checked if self.exact_checked else None
 
 
+def admits(filter: Any) -> Callable[[Chunk], bool]:
+    """Our own test of a candidate against ``filter``: a ``{"key": value or [values]}`` mapping
+    is checked on the chunk's metadata as the in-memory index checks it; a store's own filter
+    object (a Qdrant ``Filter``, LlamaIndex ``MetadataFilters``) is the store's to apply, and a
+    source re-checks what it can itself (a LangChain callable)."""
+    if isinstance(filter, Mapping):
+        test = mapping_filter(filter)
+        return lambda chunk: test(chunk.metadata)
+    return lambda chunk: True
+
+
+@dataclass(frozen=True)
+class _Scored:
+    """A step's candidates that are neither picked nor outside the filter, scored."""
+
+    chunks: list[Chunk]
+    """The candidates kept."""
+    ranks: np.ndarray
+    """Their document-order ranks."""
+    q: torch.Tensor
+    """Their Q-values."""
+    positions: np.ndarray
+    """Their positions."""
+    outside: int
+    """Unpicked candidates the store returned that the filter check refused."""
+
+
 class _StoreSet:
     """One question's view of the store: the :class:`~qrag_integrations.search.CandidateSet` the
     search loop drives."""
@@ -90,13 +122,15 @@ class _StoreSet:
     def __init__(self, owner: StoreSearcher, filter: Any, layout: StoreLayout) -> None:
         self.owner, self.filter, self.layout = owner, filter, layout
         self.n = layout.n
+        self._admits = admits(filter)
         self._picked: dict[int, Chunk] = {}
 
     def chunk(self, rank: int) -> Chunk:
         return self._picked[rank]
 
-    def _scored(self, state: torch.Tensor, want: int, picked: list[int]) -> tuple[list[Chunk], np.ndarray, torch.Tensor, np.ndarray]:
-        """Unpicked candidates among the store's ``want`` nearest, with ranks, Q-values, positions."""
+    def _scored(self, state: torch.Tensor, want: int, picked: list[int]) -> _Scored:
+        """Candidates among the store's ``want`` nearest that are unpicked and pass the filter
+        check, with ranks, Q-values, positions."""
         owner = self.owner
         got = owner.source.candidates(state.detach().float().cpu().numpy(), want, self.filter)
         if got.vectors.ndim != 2 or (len(got.chunks) and got.vectors.shape[1] != owner.model.embedding_dim):
@@ -104,24 +138,31 @@ class _StoreSet:
                 f"the store returned vectors of shape {got.vectors.shape}, the model makes {owner.model.embedding_dim}"
             )
         taken = {self._picked[r].id for r in picked}
-        keep = [i for i, c in enumerate(got.chunks) if c.id not in taken]
+        unpicked = [i for i, c in enumerate(got.chunks) if c.id not in taken]
+        keep = [i for i in unpicked if self._admits(got.chunks[i])]
         chunks = [got.chunks[i] for i in keep]
         ranks = self.layout.ranks(got.keys[keep].reshape(-1, 2))
         vectors = torch.from_numpy(np.ascontiguousarray(got.vectors[keep], dtype=np.float32)).to(owner.model.device)
         q, positions = score_at_positions(owner.model, state, vectors, ranks, self.n, picked)
-        return chunks, ranks, q.cpu(), positions
+        return _Scored(chunks, ranks, q.cpu(), positions, len(unpicked) - len(keep))
 
-    def best(self, searcher: MultiStepSearcher, state: torch.Tensor, picked: list[int]) -> tuple[int, float, int]:
+    def best(self, searcher: MultiStepSearcher, state: torch.Tensor, picked: list[int]) -> tuple[int, float, int] | None:
         owner = self.owner
-        chunks, ranks, q, positions = self._scored(state, min(self.n, owner.candidates_per_step + len(picked)), picked)
-        if not chunks:
+        want = min(self.n, owner.candidates_per_step + len(picked))
+        found = self._scored(state, want, picked)
+        if not found.chunks and found.outside and want < self.n:  # all refused: look at every match
+            found = self._scored(state, self.n, picked)
+        if not found.chunks:
+            if found.outside:
+                return None  # the store matches more, but nothing inside the filter is left
             raise QRAGError("the store returned no unpicked candidate (was it changed during the search?)")
+        chunks, ranks, q, positions = found.chunks, found.ranks, found.q, found.positions
         i = _arg_max(q, ranks)
         rank = int(ranks[i])
         exact_found = None
         if owner.check_exact:
-            all_chunks, all_ranks, all_q, _ = self._scored(state, self.n, picked)
-            exact_found = all_chunks[_arg_max(all_q, all_ranks)].id in {c.id for c in chunks}
+            every = self._scored(state, self.n, picked)
+            exact_found = every.chunks[_arg_max(every.q, every.ranks)].id in {c.id for c in chunks}
         owner._count(len(chunks), exact_found)
         self._picked[rank] = chunks[i]
         return rank, float(q[i]), int(positions[i])
@@ -167,8 +208,9 @@ class StoreSearcher:
         """Search several questions (same arguments and results as
         :meth:`MultiStepSearcher.search <qrag_integrations.search.MultiStepSearcher.search>`).
 
-        ``filter`` is passed to the source: a ``{"key": value or [values]}`` mapping, or the
-        store's own filter object. The store must not change during a search.
+        ``filter`` is passed to the source: a ``{"key": value or [values]}`` mapping (every
+        candidate is checked against it again, see :func:`admits`), or the store's own filter
+        object. The store must not change during a search.
         """
         layout = self.source.layout(filter)  # one filter for all questions: one layout
         sets = [_StoreSet(self, filter, layout) for _ in queries]

@@ -65,7 +65,7 @@ def test_pqn_two_ranks_identical_weights_rank0_writes_and_resume_across_world_si
     # rank 0 alone wrote: one metrics row per step, one TensorBoard file, nothing else
     assert steps_logged(out) == [0, 1, 2]
     assert len(list((out / "tb").iterdir())) == 1
-    assert sorted(p.name for p in out.iterdir()) == ["best", "last", "metrics.jsonl", "tb"]
+    assert sorted(p.name for p in out.iterdir()) == [".best.lock", ".last.lock", "best", "last", "metrics.jsonl", "tb"]
     state = train_state(out)
     assert state["world_size"] == 2 and state["agent"]["updates"] == 2
 

@@ -151,7 +151,8 @@ def test_sigkill_during_checkpoint_writes_then_resume(tmp_path: Path, tiny_bert_
     assert state["agent"]["updates"] == 6
     assert [shape(r) for r in records(run)] == [shape(r) for r in records(whole)]
     assert [r["step"] for r in records(run)] == list(range(7))
-    assert sorted(p.name for p in run.iterdir()) == ["best", "last", "metrics.jsonl", "tb"]
+    # (each checkpoint keeps the lock file of its saves beside it)
+    assert sorted(p.name for p in run.iterdir()) == [".best.lock", ".last.lock", "best", "last", "metrics.jsonl", "tb"]
 
     from qrag_integrations import load_model
 

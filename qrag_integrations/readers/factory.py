@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
+from qrag_integrations.options import check_options
 from qrag_integrations.readers.base import Reader
 from qrag_integrations.readers.local import TransformersReader
 from qrag_integrations.readers.openai_http import OpenAICompatibleReader
@@ -16,6 +18,11 @@ KNOWN_SPECS = (
     "vllm:MODEL             vLLM's offline engine in this process (GPU)",
 )
 """The spec forms :func:`build_reader` takes, each with what it builds."""
+
+
+def _keyword_options(backend: type) -> list[str]:
+    """The keyword-only arguments of a backend's constructor: the options a spec may add."""
+    return [p.name for p in inspect.signature(backend).parameters.values() if p.kind is p.KEYWORD_ONLY]
 
 
 def build_reader(spec: str, **options: Any) -> Reader:
@@ -31,16 +38,21 @@ def build_reader(spec: str, **options: Any) -> Reader:
 
     Raises:
         ValueError: the spec has none of the known forms (the message lists them).
+        UnknownOptionError: an option the backend does not take (naming the closest one).
         ReaderUnavailable: the backend cannot run here.
     """
     kind, colon, target = spec.partition(":")
+    where = f"build_reader({spec!r})"
     if kind == "local" and (not colon or target):
+        check_options(options, _keyword_options(TransformersReader), where)
         return TransformersReader(target or None, **options)
     if kind == "openai" and "#" in target:
         base_url, _, model = target.rpartition("#")
         if base_url and model:
+            check_options(options, _keyword_options(OpenAICompatibleReader), where)
             return OpenAICompatibleReader(base_url, model, **options)
     if kind == "vllm" and target:
+        check_options(options, _keyword_options(VLLMReader), where)
         return VLLMReader(target, **options)
     known = "\n  ".join(KNOWN_SPECS)
     raise ValueError(f"unknown reader spec {spec!r}; known forms:\n  {known}")

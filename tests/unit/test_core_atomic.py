@@ -36,7 +36,7 @@ def test_failure_leaves_previous_folder_and_no_scratch(tmp_path):
         write_save(tmp, "new")
         raise RuntimeError("disk full")
     assert (target / "a.txt").read_text() == "old"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".out.lock", "out"]  # the lock stays (see atomic.py)
 
 
 def test_an_earlier_save_and_an_empty_folder_are_replaced(tmp_path):
@@ -46,7 +46,7 @@ def test_an_earlier_save_and_an_empty_folder_are_replaced(tmp_path):
         with atomic_dir(target, KIND) as tmp:
             write_save(tmp, text)
         assert (target / "a.txt").read_text() == text
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".out.lock", "out"]
 
 
 @pytest.mark.parametrize(
@@ -78,7 +78,7 @@ def test_overwrite_moves_what_is_in_the_way_aside(tmp_path, caplog):
     with atomic_dir(target, KIND, overwrite=True) as tmp:
         write_save(tmp, "new")
     assert (target / "a.txt").read_text() == "new"
-    (aside,) = [p for p in tmp_path.iterdir() if p.name != "out"]
+    (aside,) = [p for p in tmp_path.iterdir() if p.name not in ("out", ".out.lock")]
     assert aside.name.startswith("out.old-") and (aside / "thesis.txt").read_text() == "mine"
     assert str(aside) in caplog.text
 
@@ -100,4 +100,4 @@ def test_recover_puts_back_the_previous_save_of_an_interrupted_swap(tmp_path):
     (tmp_path / ".other.tmp-0123abcd").mkdir()  # another target's scratch is not touched
     recover_interrupted_save(target, KIND)
     assert (target / "a.txt").read_text() == "old"
-    assert sorted(p.name for p in tmp_path.iterdir()) == [".other.tmp-0123abcd", "out"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".other.tmp-0123abcd", ".out.lock", "out"]

@@ -165,7 +165,7 @@ def test_overwrite_replaces_folder_whole(full_model: QRAGModel, partial_model: Q
     save_pretrained(partial_model, out)
     assert not (out / "state_encoder").exists()
     assert load_model(out).config.trainable_layers == 1
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".ckpt.lock", "ckpt"]
 
 
 def test_a_file_added_to_a_checkpoint_is_never_deleted(
@@ -196,6 +196,38 @@ def test_file_instead_of_folder(tmp_path: Path) -> None:
     f.write_bytes(b"123")
     with pytest.raises(CheckpointError, match="is a file"):
         load_model(f)
+
+
+PACKAGED_LIST = (r"the packaged ones are packaged:all-MiniLM-L6-v2 \(the default encoder, not trained for Q-RAG\), "
+                 r"packaged:qrag-babi-demo, packaged:qrag-hotpotqa-minilm$")
+
+
+@pytest.mark.parametrize(
+    ("name", "hint"),
+    [("packaged:no-such-model", ""), ("packaged:qrag-babi-dem", r" \(did you mean 'packaged:qrag-babi-demo'\?\)")],
+)
+def test_an_unknown_packaged_name_lists_the_packaged_checkpoints(tiny_bert_dir: Path, name: str, hint: str) -> None:
+    pattern = rf"^unknown packaged checkpoint '{name}'{hint}; {PACKAGED_LIST}"
+    with pytest.raises(CheckpointError, match=pattern):
+        load_model(name)
+    with pytest.raises(CheckpointError, match=pattern):  # as the base encoder a checkpoint names
+        QRAGModel.from_base(QRAGConfig(base_model=name))
+    from qrag_integrations import QRAGRetriever
+
+    with pytest.raises(CheckpointError, match=pattern):
+        QRAGRetriever.from_texts(["a"], checkpoint=name)
+
+
+def test_a_hub_name_that_cannot_load_offline_says_so_in_one_sentence(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(CheckpointError) as caught:
+        load_model("someone-qrag-test/no-such-encoder")
+    message = str(caught.value)
+    assert message == (
+        "'someone-qrag-test/no-such-encoder' is not a local folder or a packaged checkpoint, and the Hugging Face "
+        "hub is offline (HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE) with no copy of it in the local cache, so it cannot "
+        "be loaded; pass a local folder or a packaged:NAME instead"
+    )
 
 
 def test_missing_manifest_direct(tmp_path: Path) -> None:
@@ -362,7 +394,7 @@ def failed_save_keeps_previous(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
         with pytest.raises(error, match=message):
             save_pretrained(model, out)
         assert folder_digest(out) == before
-        assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt"]
+        assert sorted(p.name for p in tmp_path.iterdir()) == [".ckpt.lock", "ckpt"]
 
     return check
 
@@ -394,4 +426,4 @@ def test_failure_after_first_encoder_written(
     with pytest.raises(KeyboardInterrupt):
         save_pretrained(full_model, fresh)
     assert not fresh.exists()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".ckpt.lock", "ckpt"]

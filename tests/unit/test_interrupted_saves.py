@@ -18,6 +18,7 @@ from qrag_training.run_folder import load_train_state, rng_state, save_run_check
 from retriever_corpus import BABI_QUESTIONS, BABI_TEXTS, build_retriever, chunk_ids
 
 from qrag_integrations import ChunkIndex, QRAGConfig, QRAGModel, QRAGRetriever, load_model
+from qrag_integrations.atomic import lock_path
 
 
 def check_every_interruption(tmp_path: Path, save: Callable[[Path], None], state: Callable[[Path], Any]) -> int:
@@ -25,6 +26,7 @@ def check_every_interruption(tmp_path: Path, save: Callable[[Path], None], state
     writes in turn and check what is left; then let it succeed. Returns the number of writes."""
     target = tmp_path / "out"
     shutil.copytree(target, tmp_path / "count")
+    shutil.copy(lock_path(target), lock_path(tmp_path / "count"))  # the lock file stays after a save
     with injected(Faults(tmp_path)) as counted:
         save(tmp_path / "count")
     shutil.rmtree(tmp_path / "count")

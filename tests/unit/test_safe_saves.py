@@ -124,7 +124,7 @@ def test_overwrite_moves_the_user_folder_aside(retriever, tmp_path, caplog):
     with caplog.at_level(logging.WARNING, logger="qrag_integrations"):
         retriever.save(tmp_path / "my_folder", overwrite=True)
     assert QRAGRetriever.load(tmp_path / "my_folder").index.ids == retriever.index.ids
-    (aside,) = [p for p in tmp_path.iterdir() if p.name != "my_folder"]
+    (aside,) = [p for p in tmp_path.iterdir() if p.name not in ("my_folder", ".my_folder.lock")]
     assert aside.name.startswith("my_folder.old-") and folder_bytes(aside) == before
     assert f"moved {tmp_path / 'my_folder'} aside to {aside}" in caplog.text
 
@@ -135,7 +135,7 @@ def test_overwrite_moves_aside_under_a_new_name_each_time(retriever, tmp_path):
     (tmp_path / "a_file" / "thesis.txt").write_bytes(THESIS)  # the user adds a file to the save
     retriever.index.save(tmp_path / "a_file", overwrite=True)
     assert ChunkIndex.load(tmp_path / "a_file").ids == retriever.index.ids
-    file, folder = sorted((p for p in tmp_path.iterdir() if p.name != "a_file"), key=Path.is_dir)
+    file, folder = sorted((p for p in tmp_path.iterdir() if p.name not in ("a_file", ".a_file.lock")), key=Path.is_dir)
     assert file.name.startswith("a_file.old-") and file.read_bytes() == THESIS
     assert folder.name.startswith("a_file.old-") and (folder / "thesis.txt").read_bytes() == THESIS
 
@@ -151,7 +151,7 @@ def test_overwrite_never_moves_the_working_directory(retriever, tmp_path, monkey
 def test_overwrite_of_an_earlier_save_replaces_it_in_place(retriever, tmp_path):
     retriever.save(tmp_path / "saved")
     retriever.save(tmp_path / "saved", overwrite=True)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["saved"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".saved.lock", "saved"]
 
 
 # -- qrag-train out_dir ----------------------------------------------------------------------------------
