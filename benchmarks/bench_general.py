@@ -30,21 +30,20 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import common  # noqa: E402  (sets the offline environment before transformers loads)
+import common
+import torch
+from qrag_training.data.babilong import babilong_dataset
+from qrag_training.data.episode import Episode
+from qrag_training.data.hotpotqa import load_hotpotqa
+from qrag_training.data.noise import NoisePool, split_sentences
+from qrag_training.data.ruler import ruler_dataset
+from qrag_training.data.squad import load_squad_ood, read_articles
+from qrag_training.evaluate import Retrieval, bm25_retrieve, dense_retrieve, greedy_retrieve
+from qrag_training.paired import paired_bootstrap
 
-import torch  # noqa: E402
-
-from qrag_integrations import load_model  # noqa: E402
-from qrag_integrations.config import PACKAGED_MINILM  # noqa: E402
-from qrag_integrations.model import QRAGModel  # noqa: E402
-from qrag_training.data.babilong import babilong_dataset  # noqa: E402
-from qrag_training.data.episode import Episode  # noqa: E402
-from qrag_training.data.hotpotqa import load_hotpotqa  # noqa: E402
-from qrag_training.data.noise import NoisePool, split_sentences  # noqa: E402
-from qrag_training.data.ruler import ruler_dataset  # noqa: E402
-from qrag_training.data.squad import read_articles, load_squad_ood  # noqa: E402
-from qrag_training.evaluate import Retrieval, bm25_retrieve, dense_retrieve, greedy_retrieve  # noqa: E402
-from qrag_training.paired import paired_bootstrap  # noqa: E402
+from qrag_integrations import load_model
+from qrag_integrations.config import PACKAGED_MINILM, PositionMode
+from qrag_integrations.model import QRAGModel
 
 VAL_SEED = 555_555
 TASKS = ["qa1", "qa2", "qa3", "qa4", "qa5"]
@@ -64,7 +63,9 @@ METRICS: dict[str, list[tuple[str, int | str]]] = {
 
 def squad_noise(seed: int) -> NoisePool:
     """Sentences of SQuAD articles 0-17 as BabiLong noise (never used by any training run)."""
-    sentences = [s for a in read_articles(18) for p in a["paragraphs"] for s in split_sentences(p["context"])]
+    sentences = [
+        s for a in read_articles(18) for p in a["paragraphs"] for s in split_sentences(p["context"])
+    ]
     return NoisePool([s for s in sentences if 5 <= len(s.split()) <= 60], kind="squad")
 
 
@@ -78,15 +79,23 @@ def cell_episodes(cell: str, split: str, n: int, seed: int) -> list[Episode]:
     if kind == "babilong":
         noise, tokens = rest[0], int(rest[1])
         pool = squad_noise(seed) if noise == "squad" else None
-        return babilong_dataset(TASKS, n=n * len(TASKS), target_tokens=tokens, seed=seed,
-                                noise_kind="mixed" if noise == "squad" else noise, noise=pool)
+        return babilong_dataset(
+            TASKS,
+            n=n * len(TASKS),
+            target_tokens=tokens,
+            seed=seed,
+            noise_kind="mixed" if noise == "squad" else noise,
+            noise=pool,
+        )
     if kind == "ruler":
         variant, tokens = "_".join(["niah", rest[0]]), int(rest[1])
         return ruler_dataset(variant, n=n, target_tokens=tokens, seed=seed)
     raise ValueError(f"unknown cell {cell!r}")
 
 
-def scores(episodes: Sequence[Episode], results: Sequence[Retrieval], kind: str) -> dict[str, list[float]]:
+def scores(
+    episodes: Sequence[Episode], results: Sequence[Retrieval], kind: str
+) -> dict[str, list[float]]:
     """Per-question 0/1 of every metric of the cell kind."""
     out: dict[str, list[float]] = {}
     for name, k in METRICS[kind]:
@@ -98,7 +107,12 @@ def scores(episodes: Sequence[Episode], results: Sequence[Retrieval], kind: str)
 
 
 #: Search settings a model spec may change (they are read at search time, not trained in).
-SETTINGS = {"question_weight": float, "max_state_tokens": int, "max_chunk_tokens": int}
+SETTINGS = {
+    "question_weight": float,
+    "max_state_tokens": int,
+    "max_chunk_tokens": int,
+    "position_mode": PositionMode,
+}
 
 
 def load_with_settings(spec: str) -> QRAGModel:
@@ -108,7 +122,9 @@ def load_with_settings(spec: str) -> QRAGModel:
     for item in filter(None, settings.split(",")):
         key, _, value = item.partition("=")
         if key not in SETTINGS:
-            raise ValueError(f"unknown search setting {key!r} in {spec!r}; valid: {', '.join(SETTINGS)}")
+            raise ValueError(
+                f"unknown search setting {key!r} in {spec!r}; valid: {', '.join(SETTINGS)}"
+            )
         setattr(model.config, key, SETTINGS[key](value))
     return model
 
@@ -161,28 +177,45 @@ def run_cell(
         seconds[name] = time.perf_counter() - t0
         per_method[name] = scores(episodes, results, kind)
     t0 = time.perf_counter()
-    per_method[DENSE] = scores(episodes, dense_retrieve(models["untrained"], episodes, picks, embed=embedders["untrained"]), kind)
+    per_method[DENSE] = scores(
+        episodes,
+        dense_retrieve(models["untrained"], episodes, picks, embed=embedders["untrained"]),
+        kind,
+    )
     seconds[DENSE] = time.perf_counter() - t0
     t0 = time.perf_counter()
     bm25 = bm25_retrieve(episodes, HYBRID_DEPTH)
     per_method[BM25] = scores(episodes, [Retrieval(r.picked[:picks]) for r in bm25], kind)
     seconds[BM25] = time.perf_counter() - t0
-    dense_deep = dense_retrieve(models["untrained"], episodes, HYBRID_DEPTH, embed=embedders["untrained"])
-    per_method[HYBRID] = scores(episodes, [rrf(a.picked, b.picked, picks) for a, b in zip(dense_deep, bm25)], kind)
+    dense_deep = dense_retrieve(
+        models["untrained"], episodes, HYBRID_DEPTH, embed=embedders["untrained"]
+    )
+    per_method[HYBRID] = scores(
+        episodes, [rrf(a.picked, b.picked, picks) for a, b in zip(dense_deep, bm25)], kind
+    )
     table = {m: {k: sum(v) / len(v) for k, v in s.items()} for m, s in per_method.items()}
     paired = {
         m: {k: paired_bootstrap(s[k], per_method[DENSE][k]).to_dict() for k in s}
-        for m, s in per_method.items() if m != DENSE
+        for m, s in per_method.items()
+        if m != DENSE
     }
     by_task: dict[str, dict[str, dict[str, float]]] = {}
     if kind == "babilong":
         for task in TASKS:
             rows = [i for i, e in enumerate(episodes) if e.meta.get("task") == task]
             if rows:
-                by_task[task] = {m: {k: sum(v[i] for i in rows) / len(rows) for k, v in s.items()}
-                                 for m, s in per_method.items()}
-    return {"cell": cell, "n": len(episodes), "metrics": table, "paired_vs_dense": paired,
-            "by_task": by_task, "seconds": seconds}
+                by_task[task] = {
+                    m: {k: sum(v[i] for i in rows) / len(rows) for k, v in s.items()}
+                    for m, s in per_method.items()
+                }
+    return {
+        "cell": cell,
+        "n": len(episodes),
+        "metrics": table,
+        "paired_vs_dense": paired,
+        "by_task": by_task,
+        "seconds": seconds,
+    }
 
 
 def print_cell(result: dict) -> None:
@@ -190,24 +223,43 @@ def print_cell(result: dict) -> None:
         cells = []
         for k, v in values.items():
             p = result["paired_vs_dense"].get(method, {}).get(k)
-            tag = "" if p is None else f" ({p['diff']:+.3f} [{p['low']:+.3f}, {p['high']:+.3f}] {p['verdict']})"
+            tag = (
+                ""
+                if p is None
+                else f" ({p['diff']:+.3f} [{p['low']:+.3f}, {p['high']:+.3f}] {p['verdict']})"
+            )
             cells.append(f"{k} {v:.3f}{tag}")
         print(f"  {method:>12}: " + "; ".join(cells), flush=True)
 
 
 def main(argv: Sequence[str] | None = None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--model", action="append", default=[], metavar="NAME=CHECKPOINT[:FIELD=VALUE,...]",
-                   help="a checkpoint folder, packaged name or encoder, optionally with search settings "
-                        "(e.g. untrained_w1=packaged:all-MiniLM-L6-v2:question_weight=1); "
-                        "'untrained' (the packaged MiniLM as it ships) always runs")
-    p.add_argument("--base", default=PACKAGED_MINILM,
-                   help="the untrained encoder: 'untrained' (multi-step) and dense top-k run with it")
+    p.add_argument(
+        "--model",
+        action="append",
+        default=[],
+        metavar="NAME=CHECKPOINT[:FIELD=VALUE,...]",
+        help="a checkpoint folder, packaged name or encoder, optionally with search settings "
+        "(e.g. untrained_w1=packaged:all-MiniLM-L6-v2:question_weight=1); "
+        "'untrained' (the packaged MiniLM as it ships) always runs",
+    )
+    p.add_argument(
+        "--base",
+        default=PACKAGED_MINILM,
+        help="the untrained encoder: 'untrained' (multi-step) and dense top-k run with it",
+    )
     p.add_argument("--cells", default="squad,hotpotqa,babilong-mixed-4000,babilong-squad-4000")
     p.add_argument("--split", choices=["val", "test"], default="val")
-    p.add_argument("--seed", type=int, default=None, help=f"seed of generated cells and the SQuAD sample (val: {VAL_SEED})")
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help=f"seed of generated cells and the SQuAD sample (val: {VAL_SEED})",
+    )
     p.add_argument("--squad-n", type=int, default=400, help="SQuAD questions (a seeded sample)")
-    p.add_argument("--hotpotqa-n", type=int, default=None, help="HotpotQA questions (default: the whole split)")
+    p.add_argument(
+        "--hotpotqa-n", type=int, default=None, help="HotpotQA questions (default: the whole split)"
+    )
     p.add_argument("--babi-n", type=int, default=30, help="episodes per bAbI task")
     p.add_argument("--ruler-n", type=int, default=50, help="episodes per RULER cell")
     p.add_argument("--threads", type=int, default=2)
@@ -221,10 +273,17 @@ def main(argv: Sequence[str] | None = None) -> dict:
     models = {name: load_with_settings(spec) for name, spec in specs.items()}
     shared: dict[tuple[str, int], CachedEmbedder] = {}  # one cache per checkpoint and chunk budget
     embedders = {
-        name: shared.setdefault((_split_settings(specs[name])[0], model.config.max_chunk_tokens), CachedEmbedder(model))
+        name: shared.setdefault(
+            (_split_settings(specs[name])[0], model.config.max_chunk_tokens), CachedEmbedder(model)
+        )
         for name, model in models.items()
     }
-    sizes = {"squad": args.squad_n, "hotpotqa": args.hotpotqa_n, "babilong": args.babi_n, "ruler": args.ruler_n}
+    sizes = {
+        "squad": args.squad_n,
+        "hotpotqa": args.hotpotqa_n,
+        "babilong": args.babi_n,
+        "ruler": args.ruler_n,
+    }
     cells = []
     for cell in args.cells.split(","):
         episodes = cell_episodes(cell, args.split, sizes[cell.split("-")[0]], seed)

@@ -17,9 +17,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import common  # noqa: E402,F401  (the offline environment, like every benchmark script)
+import common  # noqa: F401  (the offline environment, like every benchmark script)
 
-from qrag_integrations.atomic import write_text_atomic  # noqa: E402
+from qrag_integrations.atomic import write_text_atomic
 
 HEADING = "## Where it loses to dense top-k"
 
@@ -29,10 +29,12 @@ def section(result: dict, model: str, source: str) -> str:
     lines = [
         HEADING,
         "",
-        f"Paired on the same questions with single-step dense top-k of the untrained base encoder "
-        f"(`benchmarks/bench_general.py`, {result['split']} split, seed {result['seed']}, "
-        f"{result['machine']['cpu_count']} CPU cores; `{source}`). Difference to dense with its "
-        "bootstrap 95% interval; **worse** = dense is better beyond the interval.",
+        (
+            f"Paired on the same questions with single-step dense top-k of the untrained base encoder "
+            f"(`benchmarks/bench_general.py`, {result['split']} split, seed {result['seed']}, "
+            f"{result['machine']['cpu_count']} CPU cores; `{source}`). Difference to dense with its "
+            "bootstrap 95% interval; **worse** = dense is better beyond the interval."
+        ),
         "",
         "| cell | questions | metric | this checkpoint | dense top-k | difference [95% interval] | verdict |",
         "|---|---:|---|---:|---:|---|---|",
@@ -50,7 +52,11 @@ def section(result: dict, model: str, source: str) -> str:
                 f"| {cell['cell']} | {cell['n']} | {metric} | {value:.3f} | {cell['metrics']['dense'][metric]:.3f} "
                 f"| {p['diff']:+.3f} [{p['low']:+.3f}, {p['high']:+.3f}] | {verdict} |"
             )
-    lines += ["", "Worse than dense top-k on: " + (", ".join(worse) if worse else "no cell") + ".", ""]
+    lines += [
+        "",
+        "Worse than dense top-k on: " + (", ".join(worse) if worse else "no cell") + ".",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -71,7 +77,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = p.parse_args(argv)
     result = json.loads(args.result.read_text(encoding="utf-8"))
     source = args.result.as_posix().split("benchmarks/", 1)[-1]
-    write_text_atomic(args.card, replace_section(args.card.read_text(encoding="utf-8"), section(result, args.model, source)))
+    write_text_atomic(
+        args.card,
+        replace_section(args.card.read_text(encoding="utf-8"), section(result, args.model, source)),
+    )
 
 
 if __name__ == "__main__":

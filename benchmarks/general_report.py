@@ -23,10 +23,14 @@ def table(results: Sequence[dict]) -> str:
     first = results[0]
     for other in results[1:]:
         if (other["split"], other["seed"], [c["cell"] for c in other["cells"]]) != (
-            first["split"], first["seed"], [c["cell"] for c in first["cells"]]
+            first["split"],
+            first["seed"],
+            [c["cell"] for c in first["cells"]],
         ):
             raise ValueError("results to merge must share split, seed and cells")
-    columns = [(c["cell"], m, c["n"]) for c in first["cells"] for m in next(iter(c["metrics"].values()))]
+    columns = [
+        (c["cell"], m, c["n"]) for c in first["cells"] for m in next(iter(c["metrics"].values()))
+    ]
     methods: list[tuple[str, dict]] = []
     seen: set[str] = set()
     for result in results:
@@ -34,7 +38,9 @@ def table(results: Sequence[dict]) -> str:
             if method not in seen:
                 seen.add(method)
                 methods.append((method, result))
-    head = "| method | " + " | ".join(f"{cell} {metric} (n={n})" for cell, metric, n in columns) + " |"
+    head = (
+        "| method | " + " | ".join(f"{cell} {metric} (n={n})" for cell, metric, n in columns) + " |"
+    )
     rows = [head, "|---|" + "---:|" * len(columns)]
     for method, result in methods:
         cells = {c["cell"]: c for c in result["cells"]}
@@ -43,7 +49,11 @@ def table(results: Sequence[dict]) -> str:
             c = cells[cell]
             value = c["metrics"][method][metric]
             p = c["paired_vs_dense"].get(method, {}).get(metric)
-            values.append(f"{value:.3f}" if p is None else f"{value:.3f} ({p['diff']:+.3f}{MARK[p['verdict']]})")
+            values.append(
+                f"{value:.3f}"
+                if p is None
+                else f"{value:.3f} ({p['diff']:+.3f}{MARK[p['verdict']]})"
+            )
         rows.append(f"| {method} | " + " | ".join(values) + " |")
     return "\n".join(rows)
 

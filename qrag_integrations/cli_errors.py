@@ -18,14 +18,21 @@ BAD_INPUT = 2
 
 
 #: Lines of multi-line messages (OmegaConf's, Hydra's) that say nothing to a user.
-_NOISE_PREFIXES = ("object_type=", "reference_type=", "Set the environment variable HYDRA_FULL_ERROR")
+_NOISE_PREFIXES = (
+    "object_type=",
+    "reference_type=",
+    "Set the environment variable HYDRA_FULL_ERROR",
+)
 
 
 def one_line(message: str) -> str:
     """A message's informative lines joined into one."""
     lines = [line.strip() for line in str(message).splitlines()]
     kept = [line for line in lines if line and not line.startswith(_NOISE_PREFIXES)]
-    return " ".join(line if line.endswith((".", ":")) else line + ";" for line in kept).rstrip(";") or "bad input"
+    return (
+        " ".join(line if line.endswith((".", ":")) else line + ";" for line in kept).rstrip(";")
+        or "bad input"
+    )
 
 
 def fail(prog: str, message: str) -> NoReturn:
@@ -35,7 +42,9 @@ def fail(prog: str, message: str) -> NoReturn:
 
 
 @contextlib.contextmanager
-def one_line_errors(prog: str, errors: tuple[type[BaseException], ...] = INPUT_ERRORS) -> Iterator[None]:
+def one_line_errors(
+    prog: str, errors: tuple[type[BaseException], ...] = INPUT_ERRORS
+) -> Iterator[None]:
     """Turn ``errors`` raised inside the block into :func:`fail` (one line, exit status 2)."""
     try:
         yield

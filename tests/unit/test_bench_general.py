@@ -11,39 +11,78 @@ import pytest
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
 
-import bench_general  # noqa: E402
-
-from qrag_training.data.episode import Episode  # noqa: E402
-from qrag_training.evaluate import Retrieval  # noqa: E402
+import bench_general
+from qrag_training.data.episode import Episode
+from qrag_training.evaluate import Retrieval
 
 
 def test_scores_read_the_first_picks() -> None:
-    episodes = [Episode("a", "q?", ["x", "y", "z"], [1]), Episode("b", "q?", ["x", "y", "z"], [0, 2])]
+    episodes = [
+        Episode("a", "q?", ["x", "y", "z"], [1]),
+        Episode("b", "q?", ["x", "y", "z"], [0, 2]),
+    ]
     results = [Retrieval([0, 1, 2]), Retrieval([2, 0, 1])]
-    assert bench_general.scores(episodes, results, "squad") == {"hit@1": [0.0, 0.0], "hit@3": [1.0, 1.0]}
+    assert bench_general.scores(episodes, results, "squad") == {
+        "hit@1": [0.0, 0.0],
+        "hit@3": [1.0, 1.0],
+    }
     assert bench_general.scores(episodes, results, "babilong")["em@facts"] == [0.0, 1.0]
 
 
 def test_model_specs_take_search_settings(tiny_bert_dir: Path) -> None:
     assert bench_general._split_settings("packaged:all-MiniLM-L6-v2:question_weight=1") == (
-        "packaged:all-MiniLM-L6-v2", ":", "question_weight=1")
+        "packaged:all-MiniLM-L6-v2",
+        ":",
+        "question_weight=1",
+    )
     assert bench_general._split_settings("packaged:qrag-babi-demo")[0] == "packaged:qrag-babi-demo"
-    model = bench_general.load_with_settings(f"{tiny_bert_dir}:question_weight=0.5,max_chunk_tokens=32")
+    model = bench_general.load_with_settings(
+        f"{tiny_bert_dir}:question_weight=0.5,max_chunk_tokens=32"
+    )
     assert model.config.question_weight == 0.5 and model.config.max_chunk_tokens == 32
     with pytest.raises(ValueError, match="unknown search setting 'lr'"):
         bench_general.load_with_settings(f"{tiny_bert_dir}:lr=1")
 
 
-def test_tiny_run_writes_every_cell_and_paired_differences(tiny_bert_dir: Path, tmp_path: Path) -> None:
+def test_tiny_run_writes_every_cell_and_paired_differences(
+    tiny_bert_dir: Path, tmp_path: Path
+) -> None:
     pytest.importorskip("long_context_eval")
     out = tmp_path / "general.json"
-    bench_general.main(["--base", str(tiny_bert_dir), "--model", f"w1={tiny_bert_dir}:question_weight=1",
-                        "--cells", "squad,babilong-mixed-300,ruler-single-300", "--squad-n", "6",
-                        "--babi-n", "1", "--ruler-n", "2", "--threads", "1", "--out", str(out)])
+    bench_general.main(
+        [
+            "--base",
+            str(tiny_bert_dir),
+            "--model",
+            f"w1={tiny_bert_dir}:question_weight=1",
+            "--cells",
+            "squad,babilong-mixed-300,ruler-single-300",
+            "--squad-n",
+            "6",
+            "--babi-n",
+            "1",
+            "--ruler-n",
+            "2",
+            "--threads",
+            "1",
+            "--out",
+            str(out),
+        ]
+    )
     result = json.loads(out.read_text())
-    assert [c["cell"] for c in result["cells"]] == ["squad", "babilong-mixed-300", "ruler-single-300"]
+    assert [c["cell"] for c in result["cells"]] == [
+        "squad",
+        "babilong-mixed-300",
+        "ruler-single-300",
+    ]
     squad = result["cells"][0]
-    assert squad["n"] == 6 and set(squad["metrics"]) == {"untrained", "w1", "dense", "bm25", "dense+bm25"}
+    assert squad["n"] == 6 and set(squad["metrics"]) == {
+        "untrained",
+        "w1",
+        "dense",
+        "bm25",
+        "dense+bm25",
+    }
     assert squad["paired_vs_dense"]["w1"]["hit@1"]["verdict"] in ("better", "worse", "tie")
     assert set(result["cells"][1]["by_task"]) == {"qa1", "qa2", "qa3", "qa4", "qa5"}
     assert result["split"] == "val" and result["seed"] == bench_general.VAL_SEED
@@ -58,9 +97,14 @@ def test_rrf_fuses_two_rankings() -> None:
 def test_card_section_lists_the_losses_and_replaces_itself(tmp_path: Path) -> None:
     import card_limits
 
-    cell = {"cell": "squad", "n": 400,
-            "metrics": {"demo": {"hit@1": 0.44}, "dense": {"hit@1": 0.67}},
-            "paired_vs_dense": {"demo": {"hit@1": {"diff": -0.23, "low": -0.28, "high": -0.17, "verdict": "worse"}}}}
+    cell = {
+        "cell": "squad",
+        "n": 400,
+        "metrics": {"demo": {"hit@1": 0.44}, "dense": {"hit@1": 0.67}},
+        "paired_vs_dense": {
+            "demo": {"hit@1": {"diff": -0.23, "low": -0.28, "high": -0.17, "verdict": "worse"}}
+        },
+    }
     result = {"split": "val", "seed": 555555, "machine": {"cpu_count": 2}, "cells": [cell]}
     path = tmp_path / "result.json"
     path.write_text(json.dumps(result))
@@ -69,7 +113,9 @@ def test_card_section_lists_the_losses_and_replaces_itself(tmp_path: Path) -> No
     card_limits.main([str(path), "demo", str(card)])
     text = card.read_text()
     assert "| squad | 400 | hit@1 | 0.440 | 0.670 | -0.230 [-0.280, -0.170] | **worse** |" in text
-    assert "Worse than dense top-k on: squad hit@1." in text and text.startswith("# card\n\n## Training")
+    assert "Worse than dense top-k on: squad hit@1." in text and text.startswith(
+        "# card\n\n## Training"
+    )
     card_limits.main([str(path), "demo", str(card)])  # again: replaced, not appended
     assert card.read_text().count(card_limits.HEADING) == 1
     with pytest.raises(KeyError, match="'other'"):
@@ -80,13 +126,29 @@ def test_report_marks_paired_verdicts_and_merges_files() -> None:
     import general_report
 
     def result(method: str, value: float, verdict: str) -> dict:
-        return {"split": "val", "seed": 1, "cells": [{
-            "cell": "squad", "n": 10,
-            "metrics": {method: {"hit@1": value}, "dense": {"hit@1": 0.5}},
-            "paired_vs_dense": {method: {"hit@1": {"diff": value - 0.5, "low": 0, "high": 0, "verdict": verdict}}}}]}
+        return {
+            "split": "val",
+            "seed": 1,
+            "cells": [
+                {
+                    "cell": "squad",
+                    "n": 10,
+                    "metrics": {method: {"hit@1": value}, "dense": {"hit@1": 0.5}},
+                    "paired_vs_dense": {
+                        method: {
+                            "hit@1": {"diff": value - 0.5, "low": 0, "high": 0, "verdict": verdict}
+                        }
+                    },
+                }
+            ],
+        }
 
     text = general_report.table([result("a", 0.7, "better"), result("b", 0.2, "worse")])
-    assert "| a | 0.700 (+0.200*) |" in text and "| b | 0.200 (-0.300!) |" in text and "| dense | 0.500 |" in text
+    assert (
+        "| a | 0.700 (+0.200*) |" in text
+        and "| b | 0.200 (-0.300!) |" in text
+        and "| dense | 0.500 |" in text
+    )
     other = result("c", 0.5, "tie")
     other["seed"] = 2
     with pytest.raises(ValueError, match="share split, seed and cells"):

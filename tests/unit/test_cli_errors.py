@@ -33,22 +33,28 @@ def test_messages_become_one_line() -> None:
 
 def test_the_helper_exits_2_and_lets_other_errors_through(capsys) -> None:
     _one_line_exit_2(capsys, lambda: fail("prog", "it is broken"), "prog", "it is broken")
-    with pytest.raises(KeyError):
-        with one_line_errors("prog"):
-            raise KeyError("a bug, not bad input: keeps its traceback")
+    with pytest.raises(KeyError), one_line_errors("prog"):
+        raise KeyError("a bug, not bad input: keeps its traceback")
 
 
 def test_qrag_eval_missing_checkpoint(capsys, tmp_path: Path) -> None:
     from qrag_training.evaluate import main
 
     missing = tmp_path / "nope"
-    _one_line_exit_2(capsys, lambda: main([str(missing), "--env", "babilong", "--n", "1"]), "qrag-eval", str(missing))
+    _one_line_exit_2(
+        capsys,
+        lambda: main([str(missing), "--env", "babilong", "--n", "1"]),
+        "qrag-eval",
+        str(missing),
+    )
 
 
 def test_qrag_eval_unknown_env(capsys) -> None:
     from qrag_training.evaluate import main
 
-    _one_line_exit_2(capsys, lambda: main(["--baseline", "dense", "--env", "nosuch"]), "qrag-eval", "nosuch")
+    _one_line_exit_2(
+        capsys, lambda: main(["--baseline", "dense", "--env", "nosuch"]), "qrag-eval", "nosuch"
+    )
 
 
 def test_qrag_train_bad_overrides(capsys) -> None:
@@ -60,28 +66,56 @@ def test_qrag_train_bad_overrides(capsys) -> None:
     check_overrides(["--cfg", "job"])  # Hydra's own flags go to Hydra unchecked
 
 
-def test_qrag_train_command_refuses_a_missing_init_checkpoint(tmp_path: Path, tiny_bert_dir: Path) -> None:
+def test_qrag_train_command_refuses_a_missing_init_checkpoint(
+    tmp_path: Path, tiny_bert_dir: Path
+) -> None:
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO / "training"), str(REPO), env.get("PYTHONPATH", "")])
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(REPO / "training"), str(REPO), env.get("PYTHONPATH", "")]
+    )
     out = subprocess.run(
-        [sys.executable, "-m", "qrag_training.train", "model=tiny", f"model.base_model={tiny_bert_dir}",
-         f"out_dir={tmp_path / 'run'}", f"init_from={tmp_path / 'missing'}", "steps=1"],
-        capture_output=True, text=True, env=env, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "qrag_training.train",
+            "model=tiny",
+            f"model.base_model={tiny_bert_dir}",
+            f"out_dir={tmp_path / 'run'}",
+            f"init_from={tmp_path / 'missing'}",
+            "steps=1",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
     )
     assert out.returncode == 2, out.stderr[-2000:]
     last = out.stderr.strip().splitlines()[-1]
-    assert last.startswith("qrag-train: error: ") and "missing" in last and "Traceback" not in out.stderr
+    assert (
+        last.startswith("qrag-train: error: ")
+        and "missing" in last
+        and "Traceback" not in out.stderr
+    )
 
 
 def test_qrag_demo_missing_checkpoint_and_unknown_reader(capsys, tmp_path: Path) -> None:
     from qrag_integrations.demo import main
 
-    _one_line_exit_2(capsys, lambda: main(["--checkpoint", str(tmp_path / "nope"), "--reader", "none"]),
-                     "qrag-demo", "nope")
+    _one_line_exit_2(
+        capsys,
+        lambda: main(["--checkpoint", str(tmp_path / "nope"), "--reader", "none"]),
+        "qrag-demo",
+        "nope",
+    )
 
 
 def test_qrag_embed_missing_corpus(capsys, tmp_path: Path) -> None:
     from qrag_integrations.embed_cli import main
 
-    _one_line_exit_2(capsys, lambda: main([str(tmp_path / "none.txt"), "--cache", str(tmp_path / "c")]),
-                     "qrag-embed", "none.txt")
+    _one_line_exit_2(
+        capsys,
+        lambda: main([str(tmp_path / "none.txt"), "--cache", str(tmp_path / "c")]),
+        "qrag-embed",
+        "none.txt",
+    )

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-
 from qrag_training.data.episode import Episode
 from qrag_training.data.mixture import interleave, mixture_dataset, shares
 from qrag_training.evaluate import compose_config
@@ -31,7 +30,10 @@ def test_interleave_keeps_every_prefix_near_the_shares() -> None:
 
 def _fake(prefix: str):
     def load(n: int = 3, seed: int = 0, limit: int | None = None, **_: object) -> list[Episode]:
-        return [Episode(id=f"{prefix}-{seed}-{i}", question="q?", chunks=["a", "b"], support=[0]) for i in range(n)]
+        return [
+            Episode(id=f"{prefix}-{seed}-{i}", question="q?", chunks=["a", "b"], support=[0])
+            for i in range(n)
+        ]
 
     return load
 
@@ -45,8 +47,12 @@ def test_generated_parts_get_their_share_and_their_own_seeds() -> None:
     seeds = {e.id.split("-")[1] for e in episodes}
     assert len(seeds) == 2  # the two parts never share a seed
     again = mixture_dataset(parts, n=8, seed=3, loaders=loaders)
-    assert {e.id for e in again}.isdisjoint({e.id for e in episodes})  # a new pool seed: new episodes
-    assert [e.id for e in mixture_dataset(parts, n=8, seed=2, loaders=loaders)] == [e.id for e in episodes]
+    assert {e.id for e in again}.isdisjoint(
+        {e.id for e in episodes}
+    )  # a new pool seed: new episodes
+    assert [e.id for e in mixture_dataset(parts, n=8, seed=2, loaders=loaders)] == [
+        e.id for e in episodes
+    ]
 
 
 def test_unknown_parts_are_refused_naming_the_valid_ones() -> None:
@@ -60,8 +66,22 @@ def test_unknown_parts_are_refused_naming_the_valid_ones() -> None:
 
 def test_real_generators_mix_through_the_registry() -> None:
     parts = [
-        {"name": "babilong", "weight": 1, "task": ["qa1", "qa2"], "target_tokens": 300, "noise_kind": "bible", "seed": 0},
-        {"name": "ruler", "weight": 1, "variant": "niah_single", "target_tokens": 300, "noise_kind": "bible", "seed": 0},
+        {
+            "name": "babilong",
+            "weight": 1,
+            "task": ["qa1", "qa2"],
+            "target_tokens": 300,
+            "noise_kind": "bible",
+            "seed": 0,
+        },
+        {
+            "name": "ruler",
+            "weight": 1,
+            "variant": "niah_single",
+            "target_tokens": 300,
+            "noise_kind": "bible",
+            "seed": 0,
+        },
     ]
     episodes = mixture_dataset(parts, n=6, seed=1)
     assert len(episodes) == 6
@@ -71,8 +91,16 @@ def test_real_generators_mix_through_the_registry() -> None:
 
 
 def test_the_mixture_env_composes_and_loads_both_splits() -> None:
-    cfg = compose_config("mixture", ["out_dir=runs/x", "eval_episodes=10", "env.pool_size=10",
-                                     "env.train.parts.0.weight=0", "env.eval.parts.0.weight=0"])
+    cfg = compose_config(
+        "mixture",
+        [
+            "out_dir=runs/x",
+            "eval_episodes=10",
+            "env.pool_size=10",
+            "env.train.parts.0.weight=0",
+            "env.eval.parts.0.weight=0",
+        ],
+    )
     run = run_config_from(cfg)
     train = load_episodes(cfg, run, "train", pool_pass=1)
     held_out = load_episodes(cfg, run, "eval")

@@ -6,20 +6,43 @@ import json
 from pathlib import Path
 
 import pytest
-
 from qrag_training.data.squad import VALIDATION_ARTICLES, load_squad_ood, read_articles
 
 
 def _article(i: int) -> dict:
-    return {"title": f"Topic_{i}", "paragraphs": [
-        {"context": f"Paragraph one of topic {i}.", "qas": [
-            {"question": f"What is one of {i}?", "id": f"{i}a", "answers": [{"text": "one", "answer_start": 0}],
-             "is_impossible": False},
-            {"question": f"Unanswerable {i}?", "id": f"{i}b", "answers": [], "is_impossible": True}]},
-        {"context": f"Paragraph two of topic {i}.", "qas": [
-            {"question": f"What is two of {i}?", "id": f"{i}c", "answers": [{"text": "two", "answer_start": 0}],
-             "is_impossible": False}]},
-    ]}
+    return {
+        "title": f"Topic_{i}",
+        "paragraphs": [
+            {
+                "context": f"Paragraph one of topic {i}.",
+                "qas": [
+                    {
+                        "question": f"What is one of {i}?",
+                        "id": f"{i}a",
+                        "answers": [{"text": "one", "answer_start": 0}],
+                        "is_impossible": False,
+                    },
+                    {
+                        "question": f"Unanswerable {i}?",
+                        "id": f"{i}b",
+                        "answers": [],
+                        "is_impossible": True,
+                    },
+                ],
+            },
+            {
+                "context": f"Paragraph two of topic {i}.",
+                "qas": [
+                    {
+                        "question": f"What is two of {i}?",
+                        "id": f"{i}c",
+                        "answers": [{"text": "two", "answer_start": 0}],
+                        "is_impossible": False,
+                    }
+                ],
+            },
+        ],
+    }
 
 
 @pytest.fixture
@@ -34,7 +57,9 @@ def squad_file(tmp_path: Path) -> Path:
 def test_only_the_asked_articles_are_decoded(squad_file: Path) -> None:
     assert [a["title"] for a in read_articles(3, squad_file)] == ["Topic_0", "Topic_1", "Topic_2"]
     with pytest.raises(json.JSONDecodeError):
-        read_articles(4, squad_file)  # the fixture's 4th "article" is garbage: proof it was not read before
+        read_articles(
+            4, squad_file
+        )  # the fixture's 4th "article" is garbage: proof it was not read before
 
 
 @pytest.mark.parametrize("count", [0, VALIDATION_ARTICLES + 1, 35])
@@ -47,7 +72,10 @@ def test_pooled_single_hop_episodes(squad_file: Path) -> None:
     episodes = load_squad_ood(articles=(0, 3), group_size=2, path=squad_file)
     assert len(episodes) == 6  # two answerable questions per article; unanswerable skipped
     first = episodes[0]
-    assert len(first.chunks) == 4 and first.chunks[first.support[0]] == "Topic 0: Paragraph one of topic 0."
+    assert (
+        len(first.chunks) == 4
+        and first.chunks[first.support[0]] == "Topic 0: Paragraph one of topic 0."
+    )
     assert first.answer == "one" and first.meta["group"] == 0
     assert len(episodes[-1].chunks) == 2  # the last group holds article 2 alone
     sample = load_squad_ood(articles=(0, 3), group_size=2, path=squad_file, n=3, seed=1)

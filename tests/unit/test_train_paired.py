@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from qrag_training.paired import paired_bootstrap
 
 
@@ -21,7 +20,9 @@ def test_a_clear_gain_is_better_and_a_clear_loss_worse() -> None:
 
 def test_a_small_difference_on_few_questions_is_a_tie() -> None:
     d = paired_bootstrap([1, 1, 0, 1, 0, 1], [1, 0, 0, 1, 0, 1])
-    assert d.diff == pytest.approx(1 / 6) and d.low <= 0 <= d.high and d.to_dict()["verdict"] == "tie"
+    assert (
+        d.diff == pytest.approx(1 / 6) and d.low <= 0 <= d.high and d.to_dict()["verdict"] == "tie"
+    )
 
 
 def test_unpaired_input_is_refused() -> None:

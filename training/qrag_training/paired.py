@@ -46,7 +46,9 @@ def paired_bootstrap(
     """
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if x.shape != y.shape or x.size == 0:
-        raise ValueError(f"paired scores need two non-empty lists of one length, got {x.size} and {y.size}")
+        raise ValueError(
+            f"paired scores need two non-empty lists of one length, got {x.size} and {y.size}"
+        )
     d = x - y
     rng = np.random.default_rng(seed)
     means = d[rng.integers(0, d.size, size=(resamples, d.size))].mean(axis=1)

@@ -46,7 +46,9 @@ def shares(weights: Sequence[float], n: int) -> list[int]:
 def interleave(groups: Sequence[Sequence[Episode]]) -> list[Episode]:
     """The groups' items merged so that every prefix holds each group in about its share
     (each item is placed at its group-relative time ``(j + 0.5) / len(group)``)."""
-    keyed = [((j + 0.5) / len(g), i, item) for i, g in enumerate(groups) for j, item in enumerate(g)]
+    keyed = [
+        ((j + 0.5) / len(g), i, item) for i, g in enumerate(groups) for j, item in enumerate(g)
+    ]
     return [item for _, _, item in sorted(keyed, key=lambda t: (t[0], t[1]))]
 
 
@@ -88,7 +90,9 @@ def mixture_dataset(
         name = str(part.get("name", "")).strip().lower()
         if name == "mixture" or name not in loaders:
             valid = ", ".join(k for k in loaders if k != "mixture")
-            raise ValueError(f"mixture part {index}: unknown data set {part.get('name')!r}; valid: {valid}")
+            raise ValueError(
+                f"mixture part {index}: unknown data set {part.get('name')!r}; valid: {valid}"
+            )
         if count == 0:
             continue
         kwargs = {k: v for k, v in part.items() if k not in _PART_KEYS}

