@@ -97,7 +97,7 @@ elif [ "$ROUND" = 4 ]; then
   EXPORT="babi_nh_qa2w_c babi_nh_qa2w_c_len"
 elif [ "$ROUND" = 5 ]; then
   # the mixture's HotpotQA parts read the carried file; BabiLong at 2K-8K as in round 4
-  GEN="preset=general_cpu device=$DEV torch_threads=2 model.base_model=$W/base init_from=null \
+  GEN="preset=general_cpu device=$DEV torch_threads=2 model.base_model=$W/base init_from=null model.normalize=true \
     +env.train.parts.0.path=$W/hotpotqa.json +env.eval.parts.0.path=$W/hotpotqa.json \
     env.train.parts.1.target_tokens=[2000,4000,8000] algo.questions_per_step=32 algo.lr=1e-4 algo.warmup=20 \
     steps=800 eval_interval=50 eval_episodes=200 time_budget_minutes=$MIN"
