@@ -47,7 +47,6 @@ def test_model_specs_take_search_settings(tiny_bert_dir: Path) -> None:
 def test_tiny_run_writes_every_cell_and_paired_differences(
     tiny_bert_dir: Path, tmp_path: Path
 ) -> None:
-    pytest.importorskip("long_context_eval")
     out = tmp_path / "general.json"
     bench_general.main(
         [

@@ -85,6 +85,5 @@ def test_pooled_single_hop_episodes(squad_file: Path) -> None:
 
 
 def test_the_installed_file_gives_validation_articles_only() -> None:
-    pytest.importorskip("long_context_eval")
     titles = [a["title"] for a in read_articles(VALIDATION_ARTICLES)]
     assert len(titles) == 18 and titles[0] == "Normans" and titles[-1] == "Civil_disobedience"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from qrag_training.answering import ChunkSelection, generate_answers, ordered, reader_options
@@ -103,7 +104,15 @@ def test_cli_answers_from_bm25_chunks(tmp_path, monkeypatch) -> None:
     assert all(p.startswith(DEFAULT_TEMPLATE.split("\n")[0]) for p in reader.prompts)
 
 
-def test_cli_no_retrieval_baseline_gives_the_question_only(tmp_path, monkeypatch) -> None:
+def refused(capsys, message: str, call) -> None:
+    """``call`` ends qrag-eval with exit status 2 and ``message`` on one stderr line."""
+    with pytest.raises(SystemExit) as info:
+        call()
+    assert info.value.code == 2
+    assert re.search(message, capsys.readouterr().err.strip().splitlines()[-1])
+
+
+def test_cli_no_retrieval_baseline_gives_the_question_only(tmp_path, monkeypatch, capsys) -> None:
     reader = gold_fact_reader(held_out_qa1())
     install_factory(monkeypatch, reader)
     out = tmp_path / "none"
@@ -111,8 +120,8 @@ def test_cli_no_retrieval_baseline_gives_the_question_only(tmp_path, monkeypatch
     assert summary["answer_em"] == 0.0 and summary["mean_steps"] == 0.0 and summary["retriever"] == "none"
     assert all(context_of(p) == "" for p in reader.prompts) and len(reader.prompts) == 6
     assert all(r["picked"] == [] and r["answer"] == WRONG for r in rows(out))
-    with pytest.raises(ValueError, match="--baseline none retrieves nothing: it needs --reader"):
-        main(eval_args(tmp_path / "x", "--baseline", "none"))
+    refused(capsys, "--baseline none retrieves nothing: it needs --reader",
+            lambda: main(eval_args(tmp_path / "x", "--baseline", "none")))
 
 
 def main_summary(out, *extra):
@@ -120,7 +129,7 @@ def main_summary(out, *extra):
     return json.loads((out / "summary.json").read_text())
 
 
-def test_cli_chunk_selection_by_q_value_and_first_n(tmp_path, monkeypatch, tiny_bert_dir) -> None:
+def test_cli_chunk_selection_by_q_value_and_first_n(tmp_path, monkeypatch, tiny_bert_dir, capsys) -> None:
     install_factory(monkeypatch, gold_fact_reader(held_out_qa1()))
     base = ("--baseline", "base", "--base-model", str(tiny_bert_dir), "--reader", "local")
     main_summary(tmp_path / "all", *base)
@@ -132,9 +141,9 @@ def test_cli_chunk_selection_by_q_value_and_first_n(tmp_path, monkeypatch, tiny_
     assert 0 < summary["mean_reader_chunks"] < 2
     main_summary(tmp_path / "first", *base, "--answer-chunks", "first:1")
     assert all(r["reader_chunks"] == r["picked"][:1] for r in rows(tmp_path / "first"))
-    with pytest.raises(ValueError, match="q>=0.5 needs Q-values; --baseline dense has none"):
-        main(eval_args(tmp_path / "d", "--baseline", "dense", "--base-model", str(tiny_bert_dir),
-                       "--reader", "local", "--answer-chunks", "q>=0.5"))
+    refused(capsys, "q>=0.5 needs Q-values; --baseline dense has none",
+            lambda: main(eval_args(tmp_path / "d", "--baseline", "dense", "--base-model", str(tiny_bert_dir),
+                                   "--reader", "local", "--answer-chunks", "q>=0.5")))
 
 
 def test_cli_reader_failure_is_reported(tmp_path, monkeypatch) -> None:
@@ -147,7 +156,7 @@ def test_cli_reader_failure_is_reported(tmp_path, monkeypatch) -> None:
         main(eval_args(tmp_path / "e", "--baseline", "bm25", "--reader", "openai:http://localhost:9#m"))
 
 
-def test_cli_answers_on_a_corpus_without_support(tmp_path, monkeypatch) -> None:
+def test_cli_answers_on_a_corpus_without_support(tmp_path, monkeypatch, capsys) -> None:
     from qrag_training.data.custom import load_custom_jsonl
 
     facts = write_unlabeled(tmp_path / "corpus.jsonl")
@@ -157,5 +166,4 @@ def test_cli_answers_on_a_corpus_without_support(tmp_path, monkeypatch) -> None:
     main([*args, "--reader", "local", "--out", str(tmp_path / "out")])
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["n_fact"] == 0 and summary["n_answers"] == summary["n"] > 0 and summary["answer_em"] > 0
-    with pytest.raises(ValueError, match="none of the .* eval episodes has supporting facts"):
-        main(args)  # fact metrics alone need labels
+    refused(capsys, "none of the .* eval episodes has supporting facts", lambda: main(args))  # fact metrics need labels
