@@ -24,14 +24,14 @@ no earlier run has used.
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import common
-import torch
+import common  # first: it sets the offline environment before transformers loads
 from qrag_training.data.babilong import babilong_dataset
 from qrag_training.data.episode import Episode
 from qrag_training.data.hotpotqa import load_hotpotqa
@@ -148,21 +148,6 @@ def rrf(a: Sequence[int], b: Sequence[int], k: int) -> Retrieval:
     return Retrieval(order[:k])
 
 
-class CachedEmbedder:
-    """A model's chunk embeddings by text, computed once per text (pools repeat across questions)."""
-
-    def __init__(self, model: QRAGModel) -> None:
-        self.model = model
-        self.cache: dict[str, torch.Tensor] = {}
-
-    def __call__(self, texts: Sequence[str]) -> torch.Tensor:
-        new = list(dict.fromkeys(t for t in texts if t not in self.cache))
-        if new:
-            for text, emb in zip(new, self.model.embed_chunks(new, batch_size=64)):
-                self.cache[text] = emb
-        return torch.stack([self.cache[t] for t in texts])
-
-
 def run_cell(
     cell: str, episodes: list[Episode], models: dict[str, QRAGModel], embedders: dict[str, Callable]
 ) -> dict:
@@ -271,10 +256,14 @@ def main(argv: Sequence[str] | None = None) -> dict:
     common.set_threads(args.threads)
     specs = {"untrained": args.base, **dict(m.split("=", 1) for m in args.model)}
     models = {name: load_with_settings(spec) for name, spec in specs.items()}
-    shared: dict[tuple[str, int], CachedEmbedder] = {}  # one cache per checkpoint and chunk budget
+    caches: dict[tuple[str, int], dict] = {}  # one cache per checkpoint and chunk budget
     embedders = {
-        name: shared.setdefault(
-            (_split_settings(specs[name])[0], model.config.max_chunk_tokens), CachedEmbedder(model)
+        name: functools.partial(
+            common.embed_once,
+            model,
+            cache=caches.setdefault(
+                (_split_settings(specs[name])[0], model.config.max_chunk_tokens), {}
+            ),
         )
         for name, model in models.items()
     }

@@ -45,7 +45,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402  (sets the offline environment before transformers loads)
-from common import em_recall, stop_metrics  # noqa: E402
+from common import em_recall, embed_once, stop_metrics  # noqa: E402
 from hotpotqa_report import methods_table  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -155,14 +155,6 @@ def qrag_picks(
             searcher = MultiStepSearcher(model, _index([problem.texts[i] for i in cand], chunk_emb[cand], cand))
             rows += searcher.search([question], k)
     return [[int(h.chunk.id) for h in row] for row in rows], [[h.q_value for h in row] for row in rows]
-
-
-def embed_once(model: QRAGModel, texts: list[str], cache: dict[str, torch.Tensor]) -> torch.Tensor:
-    """Chunk embeddings of ``texts``, computing only those not in ``cache`` (text -> row)."""
-    new = [t for t in dict.fromkeys(texts) if t not in cache]
-    if new:
-        cache.update(zip(new, model.embed_chunks(new, batch_size=64)))
-    return torch.stack([cache[t] for t in texts])
 
 
 # -- driver -----------------------------------------------------------------------------------

@@ -17,6 +17,12 @@ import platform
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # torch and the model load late: this module sets the offline environment first
+    import torch
+
+    from qrag_integrations.model import QRAGModel
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -102,6 +108,17 @@ def stop_metrics(picks: list[list[int]], q_values: list[list[float]], gold: list
     em, recall = em_recall(kept, gold)
     return {"stop_threshold": threshold, "em": em, "recall": recall,
             "mean_steps": float(np.mean([len(p) for p in kept]))}
+
+
+def embed_once(model: QRAGModel, texts: list[str], cache: dict[str, torch.Tensor]) -> torch.Tensor:
+    """Chunk embeddings of ``texts`` with ``model``, computing only those not in ``cache``
+    (text -> row): pooled benchmarks repeat the same chunks across questions."""
+    import torch
+
+    new = [t for t in dict.fromkeys(texts) if t not in cache]
+    if new:
+        cache.update(zip(new, model.embed_chunks(new, batch_size=64)))
+    return torch.stack([cache[t] for t in texts])
 
 
 def write_json(path: str | Path, obj: dict) -> None:

@@ -40,7 +40,7 @@ def load_reader(spec: str | None, device: str) -> Any:
     """The reader a ``--reader`` spec names; ``None`` (the default) is ``local``, and falls back to
     the stand-in with a printed note when the default model is not installed."""
     from qrag_integrations.cli_errors import fail
-    from qrag_integrations.readers import ReaderError, ReaderUnavailable, build_reader
+    from qrag_integrations.readers import ReaderUnavailable, build_reader
 
     if spec == "none":
         return None
@@ -53,7 +53,7 @@ def load_reader(spec: str | None, device: str) -> Any:
             fail("qrag-demo", f"--reader {spec}: {exc}")
         print(f"note: {exc}")
         return None
-    except (ReaderError, ValueError) as exc:  # an unknown spec or bad options
+    except ValueError as exc:  # an unknown spec or bad options (ReaderError is one too)
         fail("qrag-demo", f"--reader {spec}: {exc}")
 
 

@@ -163,11 +163,19 @@ class QRAGModel(nn.Module):
         Texts are encoded in batches of similar length (a sentence is not padded to the longest
         paragraph of the step); the result is in the input order.
         """
+        return self.encode_in_length_batches(self.chunk_encoder, texts, self.config.max_chunk_tokens, batch_size)
+
+    def encode_in_length_batches(
+        self, encoder: nn.Module, texts: Sequence[str], max_tokens: int, batch_size: int
+    ) -> torch.Tensor:
+        """``encoder``'s embeddings ``(B, D)`` of ``texts`` tokenized with this model's tokenizer,
+        in batches of similar length, returned in the input order (differentiable when the
+        encoder is; e.g. the chunk encoder in training, or a frozen teacher)."""
         if len(texts) <= batch_size:
-            return self.chunk_encoder(**self.tokenize(texts, self.config.max_chunk_tokens))
+            return encoder(**self.tokenize(texts, max_tokens))
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
         parts = [
-            self.chunk_encoder(**self.tokenize([texts[i] for i in order[s : s + batch_size]], self.config.max_chunk_tokens))
+            encoder(**self.tokenize([texts[i] for i in order[s : s + batch_size]], max_tokens))
             for s in range(0, len(order), batch_size)
         ]
         inverse = torch.empty(len(order), dtype=torch.long, device=self.device)

@@ -69,6 +69,10 @@ from qrag_training.answering import (
 from qrag_training.data.episode import Episode
 from qrag_training.feedback import Feedback, RewardQuery, score_picks
 
+#: Bad input at the trainer's command lines: a config that does not compose, and what any command
+#: of the package refuses (:data:`qrag_integrations.cli_errors.INPUT_ERRORS`).
+CLI_INPUT_ERRORS = (ConfigCompositionException, *INPUT_ERRORS)
+
 logger = logging.getLogger(__name__)
 
 BASELINES = ("base", "dense", "bm25", "none")
@@ -443,7 +447,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("bm25s").setLevel(logging.WARNING)
     args = build_parser().parse_args(argv)
-    with one_line_errors("qrag-eval", (ConfigCompositionException, *INPUT_ERRORS)):
+    with one_line_errors("qrag-eval", CLI_INPUT_ERRORS):
         try:
             summary = run(args)
         except ReaderError as err:  # not bad input: the reader (a server, a model) failed

@@ -267,19 +267,12 @@ class NextHopLearner:
         """``(len(states), total chunks)`` base-encoder cosines of each state's question against
         every chunk of the step (the question-only states' teacher)."""
         assert self.teacher is not None
-        cfg = self.model.config
-        texts = [t for e in episodes for t in e.chunks]
-        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-        chunks = torch.empty(len(texts), self.model.embedding_dim, device=self.model.device)
-        bs = self.config.embed_batch_size
-        for start in range(0, len(order), bs):  # batches of similar length: little padding
-            ids = order[start : start + bs]
-            batch = self.model.tokenize([texts[i] for i in ids], cfg.max_chunk_tokens)
-            chunks[torch.tensor(ids, device=chunks.device)] = self.teacher(**batch).float()
-        questions = self.teacher(
-            **self.model.tokenize([episodes[s.episode].question for s in states], cfg.max_state_tokens)
+        model, cfg = self.model, self.model.config
+        chunks = model.encode_in_length_batches(
+            self.teacher, [t for e in episodes for t in e.chunks], cfg.max_chunk_tokens, self.config.embed_batch_size
         )
-        return questions @ chunks.T
+        questions = self.teacher(**model.tokenize([episodes[s.episode].question for s in states], cfg.max_state_tokens))
+        return questions.float() @ chunks.float().T
 
     # -- what the trainer saves and restores ------------------------------------------------------
     def target_tensors(self) -> dict[str, torch.Tensor]:

@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any
 
 import hydra
-from hydra.errors import ConfigCompositionException
 import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
@@ -39,7 +38,7 @@ from tqdm.auto import tqdm
 
 from qrag_integrations.atomic import write_text_atomic
 from qrag_integrations.checkpoint import load_model
-from qrag_integrations.cli_errors import INPUT_ERRORS, one_line_errors
+from qrag_integrations.cli_errors import one_line_errors
 from qrag_integrations.model import QRAGModel
 from qrag_training.run_folder import (
     METRICS_FILE,
@@ -60,7 +59,7 @@ from qrag_training.distributed import (
     shutdown,
 )
 from qrag_training.env import EpisodeStream, RetrievalEnv, VectorEnv
-from qrag_training.evaluate import greedy_retrieve, summarize
+from qrag_training.evaluate import CLI_INPUT_ERRORS, greedy_retrieve, summarize
 from qrag_training.next_hop import NextHopLearner
 from qrag_training.pqn import PQNAgent
 from qrag_training.settings import (
@@ -423,7 +422,7 @@ def check_overrides(overrides: Sequence[str]) -> None:
         return
     from hydra import compose, initialize_config_dir
 
-    with one_line_errors(PROG, (ConfigCompositionException, *INPUT_ERRORS)):
+    with one_line_errors(PROG, CLI_INPUT_ERRORS):
         with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
             compose(config_name="train", overrides=list(overrides))
 
