@@ -53,10 +53,10 @@ from babilong_report import plot, report  # noqa: E402
 from common import em_recall, stop_metrics  # noqa: E402
 from embedding_cache import CACHE_DIR, PoolEmbedder, pool_embedder  # noqa: E402
 
-from qrag_integrations.atomic import write_json_atomic  # noqa: E402
-from qrag_integrations.checkpoint import load_model  # noqa: E402
-from qrag_integrations.defaults import default_checkpoint  # noqa: E402
-from qrag_integrations.model import QRAGModel  # noqa: E402
+from qrag_integrations.core.atomic import write_json_atomic  # noqa: E402
+from qrag_integrations.core.checkpoint import load_model  # noqa: E402
+from qrag_integrations.core.defaults import default_checkpoint  # noqa: E402
+from qrag_integrations.core.model import QRAGModel  # noqa: E402
 from qrag_training.data.babi import TASKS  # noqa: E402
 from qrag_training.data.babilong import babilong_dataset, tokens_to_sentences  # noqa: E402
 from qrag_training.data.episode import Episode  # noqa: E402

@@ -42,8 +42,8 @@ from qrag_training.evaluate import Retrieval, bm25_retrieve, dense_retrieve, gre
 from qrag_training.paired import paired_bootstrap
 
 from qrag_integrations import load_model
-from qrag_integrations.config import PACKAGED_MINILM, PositionMode
-from qrag_integrations.model import QRAGModel
+from qrag_integrations.core.config import PACKAGED_MINILM, PositionMode
+from qrag_integrations.core.model import QRAGModel
 
 VAL_SEED = 555_555
 TASKS = ["qa1", "qa2", "qa3", "qa4", "qa5"]

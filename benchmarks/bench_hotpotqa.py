@@ -51,11 +51,11 @@ from hotpotqa_report import methods_table  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from qrag_integrations.checkpoint import load_model  # noqa: E402
-from qrag_integrations.defaults import default_checkpoint  # noqa: E402
-from qrag_integrations.index import ChunkIndex  # noqa: E402
-from qrag_integrations.model import QRAGModel  # noqa: E402
-from qrag_integrations.search import MultiStepSearcher  # noqa: E402
+from qrag_integrations.core.checkpoint import load_model  # noqa: E402
+from qrag_integrations.core.defaults import default_checkpoint  # noqa: E402
+from qrag_integrations.core.index import ChunkIndex  # noqa: E402
+from qrag_integrations.core.model import QRAGModel  # noqa: E402
+from qrag_integrations.core.search import MultiStepSearcher  # noqa: E402
 from qrag_training.data.episode import Episode  # noqa: E402
 from qrag_training.data.hotpotqa import load_hotpotqa  # noqa: E402
 from qrag_training.evaluate import fact_metrics  # noqa: E402

@@ -1,6 +1,6 @@
 """Retriever + reader answer accuracy: Q-RAG checkpoints vs dense top-k, BM25 and no retrieval.
 
-A reader LLM (``--reader``, any ``qrag_integrations.readers.factory.build_reader`` spec; default
+A reader LLM (``--reader``, any ``qrag_integrations.llm.factory.build_reader`` spec; default
 ``local``, SmolLM2-135M-Instruct on the CPU) answers every question from the chunks each method
 retrieved (``qrag_training.evaluate.answer_episodes``: the readers' default prompt, all questions
 of a cell and method batched). Chunk order in the prompt (``--reader-order auto``): BabiLong in
@@ -46,12 +46,12 @@ import common  # noqa: E402  (sets the offline environment before transformers l
 from bench_babilong import POOL_MAX, SPLIT_SEEDS, Method  # noqa: E402
 from embedding_cache import CACHE_DIR, pool_embedder  # noqa: E402
 
-from qrag_integrations.atomic import write_json_atomic, write_text_atomic  # noqa: E402
-from qrag_integrations.checkpoint import load_model  # noqa: E402
-from qrag_integrations.readers import Reader  # noqa: E402
-from qrag_integrations.defaults import default_checkpoint  # noqa: E402
-from qrag_integrations.model import QRAGModel  # noqa: E402
-from qrag_integrations.readers import DEFAULT_TEMPLATE  # noqa: E402
+from qrag_integrations.core.atomic import write_json_atomic, write_text_atomic  # noqa: E402
+from qrag_integrations.core.checkpoint import load_model  # noqa: E402
+from qrag_integrations.llm import Reader  # noqa: E402
+from qrag_integrations.core.defaults import default_checkpoint  # noqa: E402
+from qrag_integrations.core.model import QRAGModel  # noqa: E402
+from qrag_integrations.llm import DEFAULT_TEMPLATE  # noqa: E402
 from qrag_training.answering import (  # noqa: E402
     CHUNK_ORDERS,
     ChunkSelection,

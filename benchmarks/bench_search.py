@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     common.set_threads(args.threads)
 
     import qrag_integrations
-    from qrag_integrations.config import PositionMode
+    from qrag_integrations.core.config import PositionMode
 
     model = qrag_integrations.load_model(device=args.device).eval()
     if model.config.position_mode is not PositionMode.RELATIVE:

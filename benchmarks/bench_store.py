@@ -32,13 +32,13 @@ import common  # noqa: E402  (sets the offline environment before transformers l
 from common import em_recall  # noqa: E402
 from embedding_cache import CACHE_DIR, PoolEmbedder, pool_embedder  # noqa: E402
 
-from qrag_integrations.atomic import write_json_atomic  # noqa: E402
-from qrag_integrations.checkpoint import load_model  # noqa: E402
-from qrag_integrations.index import ChunkIndex  # noqa: E402
-from qrag_integrations.model import QRAGModel  # noqa: E402
-from qrag_integrations.search import MultiStepSearcher  # noqa: E402
-from qrag_integrations.store_rows import model_fingerprint, plan_rows  # noqa: E402
-from qrag_integrations.store_search import StoreSearcher  # noqa: E402
+from qrag_integrations.core.atomic import write_json_atomic  # noqa: E402
+from qrag_integrations.core.checkpoint import load_model  # noqa: E402
+from qrag_integrations.core.index import ChunkIndex  # noqa: E402
+from qrag_integrations.core.model import QRAGModel  # noqa: E402
+from qrag_integrations.core.search import MultiStepSearcher  # noqa: E402
+from qrag_integrations.stores.rows import model_fingerprint, plan_rows  # noqa: E402
+from qrag_integrations.stores.search import StoreSearcher  # noqa: E402
 from qrag_training.data.babilong import babilong_dataset, tokens_to_sentences  # noqa: E402
 from qrag_training.data.episode import Episode  # noqa: E402
 from qrag_training.data.noise import MIXED, NoiseSource  # noqa: E402
@@ -48,7 +48,7 @@ POOL_MAX = 40_000  # sentences: 1M tokens, as bench_babilong.py
 
 def sample_stores(model: QRAGModel, episode: Episode, embed: PoolEmbedder, client, name: str):
     """The exact in-memory index and a Qdrant collection holding the same chunk vectors."""
-    from qrag_integrations.store_qdrant import QdrantSource
+    from qrag_integrations.stores.qdrant import QdrantSource
 
     ids = [f"c{i}" for i in range(len(episode.chunks))]
     vectors = embed(episode.chunks).float().cpu()

@@ -37,10 +37,10 @@ from bench_hotpotqa import build_problem  # noqa: E402
 from bench_store import add_store_args, sample_stores, summary, timed  # noqa: E402
 from common import em_recall  # noqa: E402
 
-from qrag_integrations.atomic import write_json_atomic  # noqa: E402
-from qrag_integrations.checkpoint import load_model  # noqa: E402
-from qrag_integrations.search import MultiStepSearcher  # noqa: E402
-from qrag_integrations.store_search import StoreSearcher  # noqa: E402
+from qrag_integrations.core.atomic import write_json_atomic  # noqa: E402
+from qrag_integrations.core.checkpoint import load_model  # noqa: E402
+from qrag_integrations.core.search import MultiStepSearcher  # noqa: E402
+from qrag_integrations.stores.search import StoreSearcher  # noqa: E402
 from qrag_training.data.hotpotqa import load_hotpotqa  # noqa: E402
 
 CHECKPOINT = Path(__file__).resolve().parents[1] / "qrag_integrations" / "assets" / "hotpotqa_checkpoint"

@@ -1,7 +1,7 @@
 """Streaming embedding throughput: ``embed_corpus`` into shards, then shards into Qdrant (local mode).
 
 A slice of real sentences (public-domain Shakespeare, as ``bench_index_build.py``) is embedded
-with the packaged all-MiniLM-L6-v2 through :func:`qrag_integrations.streaming.embed_corpus`
+with the packaged all-MiniLM-L6-v2 through :func:`qrag_integrations.ingest.sharded.embed_corpus`
 (shards on disk), read back with ``read_shards`` and written to an on-disk local-mode Qdrant
 collection with ``streaming_store.write_shards``. The run is timed in three parts (embed, read,
 write), and the time for a larger corpus is *extrapolated* linearly from the measured rates
@@ -40,9 +40,9 @@ def main(argv: list[str] | None = None) -> dict:
     from qdrant_client import QdrantClient
 
     from qrag_integrations import QRAGConfig, QRAGModel
-    from qrag_integrations.store_qdrant import QdrantSource
-    from qrag_integrations.streaming import embed_corpus, read_shards
-    from qrag_integrations.streaming_store import write_shards
+    from qrag_integrations.stores.qdrant import QdrantSource
+    from qrag_integrations.ingest.sharded import embed_corpus, read_shards
+    from qrag_integrations.ingest.sharded_store import write_shards
 
     texts = shakespeare_sentences(args.n, seed=0)
     model = QRAGModel.from_base(QRAGConfig())

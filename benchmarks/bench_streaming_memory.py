@@ -5,7 +5,7 @@ For each size N, the first N real sentences of ``bench_streaming.py``'s sample (
 so a smaller corpus is a prefix of a larger one) are written one per line to a ``.txt`` corpus and
 embedded in a fresh process by the command
 
-    python -m qrag_integrations.embed_cli CORPUS --cache DIR --threads 1 --shard-rows 1000
+    python -m qrag_integrations.ingest.cli CORPUS --cache DIR --threads 1 --shard-rows 1000
 
 (run in-process by a small wrapper, see ``CHILD``). Recorded per run: the process's peak resident
 memory, its wall seconds (interpreter start and model loading included), the embedding pass's own
@@ -72,11 +72,11 @@ sys.path.insert(0, sys.argv[1])
 from proc_stats import peak_rss_bytes
 mode, args = sys.argv[2], sys.argv[3:]
 if mode == "cli":
-    from qrag_integrations.embed_cli import main
+    from qrag_integrations.ingest.cli import main
     main(args)
 else:
     import torch
-    from qrag_integrations.checkpoint import load_model
+    from qrag_integrations.core.loading import load_model
     corpus, checkpoint, threads, batch = args
     torch.set_num_threads(int(threads))
     model = load_model(checkpoint or None)

@@ -2,7 +2,7 @@
 
 For each variant, a fresh process loads the model and embeds the first N real sentences of
 ``bench_streaming.py``'s sample (Shakespeare, seed 0, as in ``bench_streaming_memory.py``) with
-:func:`qrag_integrations.streaming.embed_corpus` in shards of ``--shard-rows``. Its ``progress``
+:func:`qrag_integrations.ingest.sharded.embed_corpus` in shards of ``--shard-rows``. Its ``progress``
 callback records, after every shard: the process's current resident memory (``VmRSS``) and its
 peak so far (``VmHWM``, both from ``/proc/self/status``), glibc's heap statistics (``mallinfo2``:
 bytes in use, bytes free but kept) and the number of objects Python's garbage collector tracks.
@@ -44,8 +44,8 @@ corpus, root, variant, checkpoint, threads, shard_rows, batch = sys.argv[1:]
 import torch
 torch.set_num_threads(int(threads))
 import qrag_integrations
-from qrag_integrations import streaming
-from qrag_integrations.checkpoint import load_model
+from qrag_integrations.ingest import sharded
+from qrag_integrations.core.loading import load_model
 
 class MallInfo2(ctypes.Structure):
     _fields_ = [(name, ctypes.c_size_t) for name in ("arena", "ordblks", "smblks", "hblks", "hblkhd",

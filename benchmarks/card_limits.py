@@ -19,7 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: F401  (the offline environment, like every benchmark script)
 
-from qrag_integrations.atomic import write_text_atomic
+from qrag_integrations.core.atomic import write_text_atomic
 
 HEADING = "## Where it loses to dense top-k"
 

@@ -28,10 +28,10 @@ import torch
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "training")]
 
-from qrag_integrations.config import QRAGConfig  # noqa: E402
-from qrag_integrations.index import ChunkIndex  # noqa: E402
-from qrag_integrations.model import QRAGModel  # noqa: E402
-from qrag_integrations.search import MultiStepSearcher  # noqa: E402
+from qrag_integrations.core.config import QRAGConfig  # noqa: E402
+from qrag_integrations.core.index import ChunkIndex  # noqa: E402
+from qrag_integrations.core.model import QRAGModel  # noqa: E402
+from qrag_integrations.core.search import MultiStepSearcher  # noqa: E402
 
 
 def _build_tiny_bert(folder: Path) -> Path:
@@ -67,7 +67,7 @@ def run(device: str) -> list[dict]:
     if importlib.util.find_spec("faiss") is None:
         # a GPU machine without faiss: the CPU reference uses torch's block scan instead of
         # faiss.knn (the CPU test suite checks that the two agree)
-        from qrag_integrations import search
+        from qrag_integrations.core import search
 
         search._cpu_fp32 = lambda emb: False
     texts, metas, questions = _corpus(400, 0)

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # torch and the model load late: this module sets the offline environment first
     import torch
 
-    from qrag_integrations.model import QRAGModel
+    from qrag_integrations.core.model import QRAGModel
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

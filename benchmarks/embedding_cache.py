@@ -6,10 +6,10 @@ embeddings are computed once per chunk encoder and read back on later runs; each
 embeds only its own new sentences (:class:`PoolEmbedder`).
 
 A cache entry is a folder ``<cache>/<fingerprint>-<texts digest>/`` keyed by the chunk encoder's
-fingerprint (:func:`qrag_integrations.checkpoint.chunk_encoder_fingerprint`: the embeddings depend
+fingerprint (:func:`qrag_integrations.core.checkpoint.chunk_encoder_fingerprint`: the embeddings depend
 on exactly those weights) and a SHA-256 of the texts in order. It holds ``cache.json`` (format,
 fingerprint, digest, shape) and ``embeddings.safetensors``, is written through
-:func:`qrag_integrations.atomic.atomic_dir` (complete or absent) and is read without pickle; an
+:func:`qrag_integrations.core.atomic.atomic_dir` (complete or absent) and is read without pickle; an
 entry whose manifest, header or values do not match what was asked raises
 :class:`CacheError` naming the folder, and nothing from it is used.
 """
@@ -25,12 +25,12 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
-from qrag_integrations.atomic import SaveKind, atomic_dir, write_json_atomic
-from qrag_integrations.checkpoint import chunk_encoder_fingerprint
-from qrag_integrations.errors import QRAGError
-from qrag_integrations.manifests import read_manifest_file, safetensors_shapes
-from qrag_integrations.model import QRAGModel
-from qrag_integrations.streaming import texts_digest
+from qrag_integrations.core.atomic import SaveKind, atomic_dir, write_json_atomic
+from qrag_integrations.core.checkpoint import chunk_encoder_fingerprint
+from qrag_integrations.core.errors import QRAGError
+from qrag_integrations.core.manifests import read_manifest_file, safetensors_shapes
+from qrag_integrations.core.model import QRAGModel
+from qrag_integrations.ingest.sharded import texts_digest
 
 logger = logging.getLogger(__name__)
 

@@ -21,8 +21,8 @@ from babilong_report import averages  # noqa: E402
 
 import torch  # noqa: E402
 
-from qrag_integrations.checkpoint import load_model, save_pretrained  # noqa: E402
-from qrag_integrations.defaults import DEMO_CHECKPOINT  # noqa: E402
+from qrag_integrations.core.checkpoint import load_model, save_pretrained  # noqa: E402
+from qrag_integrations.core.defaults import DEMO_CHECKPOINT  # noqa: E402
 
 TRAINING = """## Training
 

@@ -45,8 +45,8 @@ def pack(out: Path, python_version: str) -> None:
     """Write the bundle into ``out`` (a new or empty folder)."""
     import importlib.util
 
-    from qrag_integrations.encoder import resolve_base_model
-    from qrag_integrations.config import PACKAGED_MINILM
+    from qrag_integrations.core.encoder import resolve_base_model
+    from qrag_integrations.core.config import PACKAGED_MINILM
     from qrag_training.data.hotpotqa import default_path
     from qrag_training.data.splits import EVAL, split_of
 
@@ -116,9 +116,9 @@ def unpack(bundle: Path, dest: Path) -> None:
 
 def rebase(src: Path, dst: Path, base_model: str) -> None:
     """Load the trained layers of partial checkpoint ``src`` over ``base_model`` and save ``dst``."""
-    from qrag_integrations.checkpoint import CONFIG_FILE, PARTIAL_WEIGHTS_FILE, save_pretrained
-    from qrag_integrations.config import QRAGConfig
-    from qrag_integrations.model import QRAGModel
+    from qrag_integrations.core.checkpoint import CONFIG_FILE, PARTIAL_WEIGHTS_FILE, save_pretrained
+    from qrag_integrations.core.config import QRAGConfig
+    from qrag_integrations.core.model import QRAGModel
 
     manifest = json.loads((src / CONFIG_FILE).read_text(encoding="utf-8"))
     if manifest.get("weights") != "partial":

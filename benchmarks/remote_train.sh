@@ -128,7 +128,7 @@ for name in $EXPORT; do   # 4 x 15 MB: the return limit is 64 MiB
   [ -f "$R/$name/best/qrag_config.json" ] || { echo "$name: no best checkpoint"; continue; }
   "$PY" - "$R/$name/best" "$R/export/$name" <<'EOF' && tar -C "$R/export" -cf "$OUT/$name.tar" "$name"
 import sys, torch
-from qrag_integrations.checkpoint import load_model, save_pretrained
+from qrag_integrations.core.checkpoint import load_model, save_pretrained
 model = load_model(sys.argv[1])
 save_pretrained(model, sys.argv[2], weights_dtype=torch.float16)
 EOF

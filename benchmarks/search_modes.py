@@ -111,8 +111,8 @@ def build_run(
     """Index ``n`` synthetic chunks, the FAISS flat index of the same vectors and the searcher."""
     import faiss
 
-    from qrag_integrations.index import ChunkIndex
-    from qrag_integrations.search import MultiStepSearcher
+    from qrag_integrations.core.index import ChunkIndex
+    from qrag_integrations.core.search import MultiStepSearcher
 
     dim = model.embedding_dim
     texts = make_texts(n, lines)
@@ -270,8 +270,8 @@ def measure_batched(run: SizeRun) -> dict:
 def measure_fp16(run: SizeRun, single: dict) -> dict:
     """The same vectors stored in float16: search time against float32's in the same run, and
     against the single-query target of ``single``."""
-    from qrag_integrations.index import ChunkIndex
-    from qrag_integrations.search import MultiStepSearcher
+    from qrag_integrations.core.index import ChunkIndex
+    from qrag_integrations.core.search import MultiStepSearcher
 
     args, snap, n = run.args, run.snap, len(run.snap)
     index16 = ChunkIndex(run.model.embedding_dim, dtype=torch.float16, device=args.device)
@@ -298,7 +298,7 @@ def measure_fp16(run: SizeRun, single: dict) -> dict:
 
 def measure_memory(n: int, dim: int, norm: float, seed: int, device: str) -> dict:
     """Build an N-chunk index in this (fresh) process and report what it holds."""
-    from qrag_integrations.index import ChunkIndex
+    from qrag_integrations.core.index import ChunkIndex
 
     lines = shakespeare_lines()
     gc.collect()

@@ -16,7 +16,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from qdrant_client import QdrantClient
 
 from qrag_integrations import QRAGRetriever
-from qrag_integrations.defaults import demo_checkpoint
+from qrag_integrations.core.defaults import demo_checkpoint
 from qrag_integrations.demo import load_sample
 
 sample = load_sample()

@@ -7,16 +7,17 @@ LangChain / LlamaIndex face, is imported on first access.
 from typing import TYPE_CHECKING, Any
 
 from qrag_integrations._version import __version__
-from qrag_integrations.checkpoint import load_model, save_pretrained
-from qrag_integrations.config import PositionMode, QRAGConfig, StateOrder
-from qrag_integrations.errors import CheckpointError, IndexMismatchError, QRAGError
-from qrag_integrations.index import ChunkIndex
-from qrag_integrations.model import QRAGModel
-from qrag_integrations.reference_import import import_reference_checkpoint
-from qrag_integrations.search import Hit, MultiStepSearcher, SearchSettings
+from qrag_integrations.core.checkpoint import save_pretrained
+from qrag_integrations.core.loading import load_model
+from qrag_integrations.core.config import PositionMode, QRAGConfig, StateOrder
+from qrag_integrations.core.errors import CheckpointError, IndexMismatchError, QRAGError
+from qrag_integrations.core.index import ChunkIndex
+from qrag_integrations.core.model import QRAGModel
+from qrag_integrations.core.reference_import import import_reference_checkpoint
+from qrag_integrations.core.search import Hit, MultiStepSearcher, SearchSettings
 
 if TYPE_CHECKING:
-    from qrag_integrations.retriever import QRAGRetriever
+    from qrag_integrations.frameworks.retriever import QRAGRetriever
 
 __all__ = [
     "CheckpointError",
@@ -40,7 +41,7 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name == "QRAGRetriever":  # imports LangChain and LlamaIndex: only when asked for
-        from qrag_integrations.retriever import QRAGRetriever
+        from qrag_integrations.frameworks.retriever import QRAGRetriever
 
         return QRAGRetriever
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Iterator
 from typing import NoReturn
 
-from qrag_integrations.errors import QRAGError
+from qrag_integrations.core.errors import QRAGError
 
 #: What counts as bad input at a command line: our errors (ValueError subclasses), other
 #: ValueErrors raised while checking settings, and missing or unreadable files.

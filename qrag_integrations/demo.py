@@ -40,7 +40,7 @@ def load_reader(spec: str | None, device: str) -> Any:
     """The reader a ``--reader`` spec names; ``None`` (the default) is ``local``, and falls back to
     the stand-in with a printed note when the default model is not installed."""
     from qrag_integrations.cli_errors import fail
-    from qrag_integrations.readers import ReaderUnavailable, build_reader
+    from qrag_integrations.llm import ReaderUnavailable, build_reader
 
     if spec == "none":
         return None
@@ -82,9 +82,9 @@ def main(argv: list[str] | None = None) -> None:
 
     from qrag_integrations import QRAGRetriever
     from qrag_integrations.cli_errors import one_line_errors
-    from qrag_integrations.defaults import default_checkpoint, demo_checkpoint
-    from qrag_integrations.readers import DEFAULT_TEMPLATE
-    from qrag_integrations.readers.frameworks import as_langchain_runnable, as_llama_index_llm
+    from qrag_integrations.core.defaults import default_checkpoint, demo_checkpoint
+    from qrag_integrations.llm import DEFAULT_TEMPLATE
+    from qrag_integrations.llm.frameworks import as_langchain_runnable, as_llama_index_llm
 
     sample = load_sample()
     chunks, support = sample["chunks"], set(sample["support"])

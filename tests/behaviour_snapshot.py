@@ -58,7 +58,7 @@ def store_cases(chunks: list[str]) -> dict[str, Any]:
     from qdrant_client import QdrantClient
 
     from qrag_integrations import QRAGRetriever
-    from qrag_integrations.embeddings import QRAGEmbeddings
+    from qrag_integrations.frameworks.embeddings import QRAGEmbeddings
 
     out: dict[str, Any] = {}
     metas = [{"part": i % 3} for i in range(len(chunks))]

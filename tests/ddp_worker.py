@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from qrag_integrations.checkpoint import tensor_fingerprint
+from qrag_integrations.core.checkpoint import tensor_fingerprint
 from qrag_training import train
 
 

@@ -1,7 +1,7 @@
 """Scripted readers for tests: no model, answers decided by what the prompt holds.
 
 Importable as ``scripted_readers`` from any test (``tests/`` is on ``sys.path``).
-:func:`install_factory` puts a stand-in ``qrag_integrations.readers.factory`` module into
+:func:`install_factory` puts a stand-in ``qrag_integrations.llm.factory`` module into
 ``sys.modules`` whose ``build_reader`` returns a given reader, so the code paths that build a
 reader from a spec (``qrag-eval --reader``, ``feedback=llm``) run unchanged.
 :func:`write_unlabeled` writes a custom-format corpus with answers and no supporting labels.
@@ -20,7 +20,7 @@ import pytest
 
 from qrag_training.data.episode import Episode
 
-FACTORY = "qrag_integrations.readers.factory"
+FACTORY = "qrag_integrations.llm.factory"
 WRONG = "nowhere"
 
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from qrag_integrations import ChunkIndex, MultiStepSearcher, load_model
-from qrag_integrations.defaults import HOTPOTQA_CHECKPOINT
+from qrag_integrations.core.defaults import HOTPOTQA_CHECKPOINT
 
 pytestmark = pytest.mark.slow
 QUESTIONS = 40

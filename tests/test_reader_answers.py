@@ -2,7 +2,7 @@
 
 import pytest
 
-from qrag_integrations.readers import answer_em, answer_f1, build_prompt, normalize_answer
+from qrag_integrations.llm import answer_em, answer_f1, build_prompt, normalize_answer
 
 
 def test_normalisation_drops_case_punctuation_articles() -> None:

@@ -9,7 +9,7 @@ import pytest
 from openai_stub import StubServer
 
 from qrag_integrations import demo
-from qrag_integrations.readers import local
+from qrag_integrations.llm import local
 
 
 def test_a_reader_answers_at_the_end_of_both_pipelines(

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from tiny_llm import build_tiny_llama
 
-from qrag_integrations.readers import (
+from qrag_integrations.llm import (
     OpenAICompatibleReader,
     ReaderUnavailable,
     TransformersReader,

@@ -1,4 +1,4 @@
-"""Readers <-> LangChain and LlamaIndex, both ways; ``qrag_integrations.readers`` alone imports
+"""Readers <-> LangChain and LlamaIndex, both ways; ``qrag_integrations.llm`` alone imports
 neither framework."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from llama_index.core import Document, VectorStoreIndex
 from llama_index.core.embeddings import MockEmbedding
 from llama_index.core.llms import MockLLM
 
-from qrag_integrations.readers import DEFAULT_TEMPLATE, Reader, ReaderError
-from qrag_integrations.readers.frameworks import (
+from qrag_integrations.llm import DEFAULT_TEMPLATE, Reader, ReaderError
+from qrag_integrations.llm.frameworks import (
     LangChainReader,
     LlamaIndexReader,
     as_langchain_runnable,
@@ -97,8 +97,8 @@ def test_our_reader_answers_in_a_llama_index_query_engine() -> None:
 
 PROBE = """
 import json, sys
-import qrag_integrations.readers
-from qrag_integrations.readers import build_reader, TransformersReader, OpenAICompatibleReader, VLLMReader
+import qrag_integrations.llm
+from qrag_integrations.llm import build_reader, TransformersReader, OpenAICompatibleReader, VLLMReader
 seen = sorted({m.split(".")[0] for m in sys.modules} & {"langchain", "langchain_core", "llama_index", "vllm", "httpx"})
 print(json.dumps(seen))
 """

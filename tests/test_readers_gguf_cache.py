@@ -16,8 +16,8 @@ import pytest
 import torch
 from tiny_llm import build_tiny_llama_gguf
 
-from qrag_integrations.readers import ReaderError, TransformersReader, build_prompt
-from qrag_integrations.readers.gguf_cache import (
+from qrag_integrations.llm import ReaderError, TransformersReader, build_prompt
+from qrag_integrations.llm.gguf_cache import (
     CACHE_ENV,
     MANIFEST_FILE,
     cache_key,

@@ -8,7 +8,7 @@ import pytest
 import torch
 from tiny_llm import build_tiny_llama
 
-from qrag_integrations.readers import (
+from qrag_integrations.llm import (
     ReaderError,
     ReaderUnavailable,
     TransformersReader,

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from openai_stub import Reply, StubServer
 
-from qrag_integrations.readers import OpenAICompatibleReader, ReaderError
-from qrag_integrations.readers.openai_http import chat_completions_url
+from qrag_integrations.llm import OpenAICompatibleReader, ReaderError
+from qrag_integrations.llm.openai_http import chat_completions_url
 
 FAST = {"backoff_s": 0.01, "timeout_s": 5.0}
 

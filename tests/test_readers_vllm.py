@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from qrag_integrations.readers import ReaderError, ReaderUnavailable, VLLMReader, smollm2_path
+from qrag_integrations.llm import ReaderError, ReaderUnavailable, VLLMReader, smollm2_path
 
 
 @dataclass

@@ -25,8 +25,8 @@ from llama_index.core.llms import MockLLM
 from llama_index.core.query_engine import RetrieverQueryEngine
 
 from qrag_integrations import QRAGRetriever
-from qrag_integrations.config import PACKAGED_MINILM
-from qrag_integrations.defaults import default_checkpoint
+from qrag_integrations.core.config import PACKAGED_MINILM
+from qrag_integrations.core.defaults import default_checkpoint
 
 pytestmark = pytest.mark.slow
 

@@ -70,7 +70,7 @@ def test_pqn_two_ranks_identical_weights_rank0_writes_and_resume_across_world_si
     assert state["world_size"] == 2 and state["agent"]["updates"] == 2
 
     from qrag_integrations import load_model
-    from qrag_integrations.checkpoint import tensor_fingerprint
+    from qrag_integrations.core.checkpoint import tensor_fingerprint
 
     assert tensor_fingerprint(load_model(str(out / "last")).trained_state_dict()) == two[0]["trained"]
 

@@ -111,7 +111,7 @@ def test_qrag_demo_missing_checkpoint_and_unknown_reader(capsys, tmp_path: Path)
 
 
 def test_qrag_embed_missing_corpus(capsys, tmp_path: Path) -> None:
-    from qrag_integrations.embed_cli import main
+    from qrag_integrations.ingest.cli import main
 
     _one_line_exit_2(
         capsys,

@@ -16,8 +16,9 @@ from faults import folder_bytes
 from qrag_training.run_folder import save_run_checkpoint
 from retriever_corpus import build_retriever
 
-from qrag_integrations import QRAGError, QRAGRetriever, atomic, save_pretrained
-from qrag_integrations.atomic import lock_path
+from qrag_integrations import QRAGError, QRAGRetriever, save_pretrained
+from qrag_integrations.core import atomic
+from qrag_integrations.core.atomic import lock_path
 
 SAVER = Path(__file__).resolve().parents[1] / "concurrent_saver.py"
 SAVES = 50
@@ -59,7 +60,7 @@ def test_two_processes_saving_one_path_50_times_each_end_with_one_whole_save(tin
 
 
 def savers(retriever: QRAGRetriever) -> dict[str, Callable[[Path], None]]:
-    """Every kind of save, each through the shared swap of ``qrag_integrations.atomic``."""
+    """Every kind of save, each through the shared swap of ``qrag_integrations.core.atomic``."""
     return {
         "retriever": retriever.save,
         "checkpoint": lambda path: save_pretrained(retriever.model, path),

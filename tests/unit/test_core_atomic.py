@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from qrag_integrations.atomic import FILE_MODE, SaveKind, atomic_dir, recover_interrupted_save
-from qrag_integrations.errors import QRAGError
+from qrag_integrations.core.atomic import FILE_MODE, SaveKind, atomic_dir, recover_interrupted_save
+from qrag_integrations.core.errors import QRAGError
 
 KIND = SaveKind("test save", frozenset({"manifest.json", "a.txt", "weights.bin"}), "manifest.json", "test")
 

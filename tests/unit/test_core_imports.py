@@ -11,9 +11,9 @@ import json, sys
 FRAMEWORKS = ("langchain", "langchain_core", "llama_index")
 def frameworks():
     return sorted({m.split(".")[0] for m in sys.modules} & set(FRAMEWORKS))
-import qrag_integrations, qrag_integrations.model, qrag_integrations.checkpoint
-import qrag_integrations.search, qrag_integrations.index, qrag_integrations.store_search, qrag_integrations.store_rows
-import qrag_integrations.persistence, qrag_integrations.validation, qrag_integrations.embed_cli
+import qrag_integrations, qrag_integrations.core.model, qrag_integrations.core.checkpoint
+import qrag_integrations.core.search, qrag_integrations.core.index, qrag_integrations.stores.search, qrag_integrations.stores.rows
+import qrag_integrations.core.persistence, qrag_integrations.core.validation, qrag_integrations.ingest.cli
 from qrag_integrations import QRAGModel, load_model, __version__
 import qrag_training.train, qrag_training.evaluate
 core = frameworks()

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from qrag_integrations.errors import IndexMismatchError, QRAGError
-from qrag_integrations.index import ChunkIndex
+from qrag_integrations.core.errors import IndexMismatchError, QRAGError
+from qrag_integrations.core.index import ChunkIndex
 
 D = 8
 

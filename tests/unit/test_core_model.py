@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from qrag_integrations.config import PositionMode, QRAGConfig, StateOrder
-from qrag_integrations.encoder import MeanPoolEncoder, load_base
-from qrag_integrations.model import QRAGModel
-from qrag_integrations.positions import rotate
+from qrag_integrations.core.config import PositionMode, QRAGConfig, StateOrder
+from qrag_integrations.core.encoder import MeanPoolEncoder, load_base
+from qrag_integrations.core.model import QRAGModel
+from qrag_integrations.core.positions import rotate
 
 
 def paper_config(tiny_bert_dir: Path, **fields) -> QRAGConfig:

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from qrag_integrations.config import PositionMode
-from qrag_integrations.positions import (
+from qrag_integrations.core.config import PositionMode
+from qrag_integrations.core.positions import (
     layout,
     layout_runs,
     relative_layout,

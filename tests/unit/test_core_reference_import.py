@@ -9,10 +9,10 @@ import torch
 import yaml
 from transformers import BertModel
 
-from qrag_integrations.config import PositionMode, StateOrder
-from qrag_integrations.errors import CheckpointError
-from qrag_integrations.positions import rope_inv_freq
-from qrag_integrations.reference_import import import_reference_checkpoint, reference_config
+from qrag_integrations.core.config import PositionMode, StateOrder
+from qrag_integrations.core.errors import CheckpointError
+from qrag_integrations.core.positions import rope_inv_freq
+from qrag_integrations.core.reference_import import import_reference_checkpoint, reference_config
 
 
 class CustomPayload:
@@ -235,7 +235,7 @@ def test_garbage_pt_file(tiny_bert_dir: Path, tmp_path: Path) -> None:
 
 
 def test_imported_model_round_trips_through_save(tiny_bert_dir: Path, tmp_path: Path, weights) -> None:
-    from qrag_integrations.checkpoint import load_model
+    from qrag_integrations.core.loading import load_model
 
     run = write_run(tmp_path / "run", full_blob(*weights), reference_yaml(str(tiny_bert_dir), step=10))
     model = import_reference_checkpoint(run)

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 import torch
 
-from qrag_integrations.config import PositionMode, QRAGConfig
-from qrag_integrations.errors import QRAGError
-from qrag_integrations.index import ChunkIndex
-from qrag_integrations.model import QRAGModel
-from qrag_integrations.positions import layout
-from qrag_integrations.search import MultiStepSearcher, SearchSettings
+from qrag_integrations.core.config import PositionMode, QRAGConfig
+from qrag_integrations.core.errors import QRAGError
+from qrag_integrations.core.index import ChunkIndex
+from qrag_integrations.core.model import QRAGModel
+from qrag_integrations.core.positions import layout
+from qrag_integrations.core.search import MultiStepSearcher, SearchSettings
 
 N = 13
 QUERIES = ["where is mary", "what did john give to sandra before he went to the garden", "who"]

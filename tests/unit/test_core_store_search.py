@@ -7,11 +7,11 @@ import pytest
 import torch
 from test_core_search import MODES, QUERIES, N, as_tuples, assert_same, brute_force, make_model, random_index  # noqa: F401 (fixture)
 
-from qrag_integrations.errors import IndexMismatchError, QRAGError
-from qrag_integrations.index import ChunkIndex
-from qrag_integrations.search import MultiStepSearcher
-from qrag_integrations.store_rows import SortedKeys
-from qrag_integrations.store_search import StoreCandidates, StoreSearcher
+from qrag_integrations.core.errors import IndexMismatchError, QRAGError
+from qrag_integrations.core.index import ChunkIndex
+from qrag_integrations.core.search import MultiStepSearcher
+from qrag_integrations.stores.rows import SortedKeys
+from qrag_integrations.stores.search import StoreCandidates, StoreSearcher
 
 
 class IndexSource:

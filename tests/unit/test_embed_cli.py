@@ -13,10 +13,10 @@ import torch
 from qdrant_client import QdrantClient
 
 from qrag_integrations import QRAGRetriever, load_model
-from qrag_integrations.embed_cli import CorpusFormatError, main, read_rows
-from qrag_integrations.model import QRAGModel
-from qrag_integrations.store_qdrant import QdrantSource
-from qrag_integrations.streaming import read_shards
+from qrag_integrations.ingest.cli import CorpusFormatError, main, read_rows
+from qrag_integrations.core.model import QRAGModel
+from qrag_integrations.stores.qdrant import QdrantSource
+from qrag_integrations.ingest.sharded import read_shards
 
 REPO = Path(__file__).resolve().parents[2]
 WORDS = "mary john went to the kitchen garden office apple milk football picked up dropped".split()
@@ -180,4 +180,4 @@ def test_bad_arguments_exit_with_code_2(tmp_path: Path, capsys: pytest.CaptureFi
 
 def test_the_command_is_registered() -> None:
     scripts = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["scripts"]
-    assert scripts["qrag-embed"] == "qrag_integrations.embed_cli:main"
+    assert scripts["qrag-embed"] == "qrag_integrations.ingest.cli:main"

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from qrag_integrations.config import QRAGConfig
-from qrag_integrations.embeddings import QRAGEmbeddings, QRAGLlamaEmbedding
-from qrag_integrations.errors import QRAGError
-from qrag_integrations.model import QRAGModel
+from qrag_integrations.core.config import QRAGConfig
+from qrag_integrations.frameworks.embeddings import QRAGEmbeddings, QRAGLlamaEmbedding
+from qrag_integrations.core.errors import QRAGError
+from qrag_integrations.core.model import QRAGModel
 
 TEXTS = ["mary went to the kitchen", "john picked up the apple", "the", "sandra moved to the garden there", "who"]
 QUESTION = "where is the apple"

@@ -18,7 +18,7 @@ from qrag_training.run_folder import load_train_state, rng_state, save_run_check
 from retriever_corpus import BABI_QUESTIONS, BABI_TEXTS, build_retriever, chunk_ids
 
 from qrag_integrations import ChunkIndex, QRAGConfig, QRAGModel, QRAGRetriever, load_model
-from qrag_integrations.atomic import lock_path
+from qrag_integrations.core.atomic import lock_path
 
 
 def check_every_interruption(tmp_path: Path, save: Callable[[Path], None], state: Callable[[Path], Any]) -> int:

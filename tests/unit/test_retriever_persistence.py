@@ -13,8 +13,8 @@ import pytest
 from retriever_corpus import BABI_QUESTIONS, BABI_TEXTS, build_retriever, chunk_ids
 
 from qrag_integrations import IndexMismatchError, QRAGError, QRAGRetriever, load_model
-from qrag_integrations.config import PACKAGED_MINILM
-from qrag_integrations.index import ChunkIndex
+from qrag_integrations.core.config import PACKAGED_MINILM
+from qrag_integrations.core.index import ChunkIndex
 
 QUESTIONS = list(BABI_QUESTIONS[:2])
 # Eight chunks: the shared corpus without "Sandra went to the hallway." and "The sky is blue."

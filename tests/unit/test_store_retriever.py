@@ -12,12 +12,12 @@ from langchain_core.vectorstores import InMemoryVectorStore
 from llama_index.core.vector_stores import SimpleVectorStore
 from qdrant_client import QdrantClient, models
 
-from qrag_integrations.config import PositionMode, QRAGConfig
-from qrag_integrations.embeddings import QRAGEmbeddings
-from qrag_integrations.errors import IndexMismatchError, QRAGError
-from qrag_integrations.model import QRAGModel
-from qrag_integrations.retriever import QRAGRetriever
-from qrag_integrations.store_retriever import QRAGStoreRetriever
+from qrag_integrations.core.config import PositionMode, QRAGConfig
+from qrag_integrations.frameworks.embeddings import QRAGEmbeddings
+from qrag_integrations.core.errors import IndexMismatchError, QRAGError
+from qrag_integrations.core.model import QRAGModel
+from qrag_integrations.frameworks.retriever import QRAGRetriever
+from qrag_integrations.frameworks.store_retriever import QRAGStoreRetriever
 
 TEXTS = ["mary went to the kitchen", "john picked up the apple", "sandra moved to the garden",
          "daniel dropped the milk there", "mary travelled to the office", "john gave the apple to mary"]

@@ -15,16 +15,16 @@ from llama_index.core.vector_stores import SimpleVectorStore
 from llama_index.core.vector_stores.types import FilterOperator, MetadataFilter, MetadataFilters
 from qdrant_client import QdrantClient, models
 
-from qrag_integrations.config import PositionMode, QRAGConfig
-from qrag_integrations.embeddings import QRAGEmbeddings
-from qrag_integrations.errors import IndexMismatchError, QRAGError
-from qrag_integrations.index import ChunkIndex
-from qrag_integrations.model import QRAGModel
-from qrag_integrations.search import MultiStepSearcher
-from qrag_integrations.store_frameworks import LangChainMemorySource, LlamaIndexSimpleSource
-from qrag_integrations.store_qdrant import QdrantSource
-from qrag_integrations.store_rows import SortedKeys, ingest
-from qrag_integrations.store_search import StoreSearcher
+from qrag_integrations.core.config import PositionMode, QRAGConfig
+from qrag_integrations.frameworks.embeddings import QRAGEmbeddings
+from qrag_integrations.core.errors import IndexMismatchError, QRAGError
+from qrag_integrations.core.index import ChunkIndex
+from qrag_integrations.core.model import QRAGModel
+from qrag_integrations.core.search import MultiStepSearcher
+from qrag_integrations.stores.framework_stores import LangChainMemorySource, LlamaIndexSimpleSource
+from qrag_integrations.stores.qdrant import QdrantSource
+from qrag_integrations.stores.rows import SortedKeys, ingest
+from qrag_integrations.stores.search import StoreSearcher
 
 WORDS = "mary john sandra daniel went moved to the kitchen garden office hallway apple milk football".split()
 TEXTS = [" ".join(WORDS[(3 * i + j) % len(WORDS)] for j in range(2 + i % 4)) + f" {i}" for i in range(14)]
@@ -213,7 +213,7 @@ def test_stores_written_by_the_frameworks_own_pipelines_are_refused(model: QRAGM
     from llama_index.core import StorageContext, VectorStoreIndex
     from llama_index.core.schema import TextNode
 
-    from qrag_integrations.embeddings import QRAGLlamaEmbedding
+    from qrag_integrations.frameworks.embeddings import QRAGLlamaEmbedding
 
     lc = InMemoryVectorStore(embedding=QRAGEmbeddings(model))
     lc.add_texts(TEXTS[:3])

@@ -14,10 +14,11 @@ import pytest
 import torch
 from qdrant_client import QdrantClient
 
-from qrag_integrations import QRAGConfig, QRAGModel, streaming
-from qrag_integrations.index import ChunkIndex
-from qrag_integrations.store_qdrant import QdrantSource
-from qrag_integrations.streaming import (
+from qrag_integrations import QRAGConfig, QRAGModel
+from qrag_integrations.ingest import sharded as streaming
+from qrag_integrations.core.index import ChunkIndex
+from qrag_integrations.stores.qdrant import QdrantSource
+from qrag_integrations.ingest.sharded import (
     MANIFEST,
     CorpusChangedError,
     StreamCacheError,
@@ -25,7 +26,7 @@ from qrag_integrations.streaming import (
     embed_corpus,
     read_shards,
 )
-from qrag_integrations.streaming_store import write_shards
+from qrag_integrations.ingest.sharded_store import write_shards
 
 WORDS = "mary john went to the kitchen garden office apple milk football picked up dropped".split()
 

@@ -11,7 +11,7 @@ from qrag_training.data.episode import Episode
 from qrag_training.evaluate import Retrieval, answer_episodes, main
 from scripted_readers import WRONG, ScriptedReader, context_of, gold_fact_reader, install_factory, write_unlabeled
 
-from qrag_integrations.readers import DEFAULT_TEMPLATE, ReaderError
+from qrag_integrations.llm import DEFAULT_TEMPLATE, ReaderError
 
 
 def test_chunk_selection_modes() -> None:

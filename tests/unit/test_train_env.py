@@ -9,8 +9,8 @@ from qrag_training.data.episode import Episode
 from qrag_training.env import EnvSettings, EpisodeStream, RetrievalEnv, VectorEnv
 from qrag_training.feedback import GroundTruthFeedback
 
-from qrag_integrations.config import PositionMode
-from qrag_integrations.positions import layout
+from qrag_integrations.core.config import PositionMode
+from qrag_integrations.core.positions import layout
 
 
 def state_text(question, picked, order):

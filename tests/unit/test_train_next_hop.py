@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from qrag_integrations.config import PositionMode, QRAGConfig
-from qrag_integrations.model import QRAGModel
+from qrag_integrations.core.config import PositionMode, QRAGConfig
+from qrag_integrations.core.model import QRAGModel
 from qrag_training.data.episode import Episode
 from qrag_training.next_hop import NextHopConfig, NextHopLearner, distill_loss, hop_states, next_hop_loss
 

@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 import torch
+from safetensors.torch import load_file, save_file
 
 from qrag_integrations import ChunkIndex, QRAGConfig, QRAGError, QRAGModel, load_model
-from qrag_integrations import checkpoint as ckpt_mod
-from qrag_integrations import index as index_mod
-from qrag_integrations.errors import CheckpointError
+from qrag_integrations.core import index as index_mod
+from qrag_integrations.core import loading as ckpt_mod
+from qrag_integrations.core.errors import CheckpointError
 
 #: Python a hostile folder ships: importing it writes the file it names (transformers would run
 #: a copy of it from its module cache, so the marker's path is absolute).
@@ -137,10 +138,10 @@ def test_partial_weights_of_other_shapes_are_refused_before_reading(
     model = QRAGModel.from_base(QRAGConfig(base_model=str(tiny_bert_dir), trainable_layers=1))
     model.save_pretrained(str(tmp_path / "partial"))
     file = tmp_path / "partial" / "trained_weights.safetensors"
-    weights = ckpt_mod.load_file(str(file))
+    weights = load_file(str(file))
     key = min(weights)
     weights[key] = torch.zeros(7, 7)
-    ckpt_mod.save_file(weights, str(file))
+    save_file(weights, str(file))
     monkeypatch.setattr(ckpt_mod, "load_file", never_called)
     with pytest.raises(CheckpointError, match=rf"{key} has shape \(7, 7\)"):
         load_model(str(tmp_path / "partial"))

@@ -1,14 +1,14 @@
 """Reader answers from retrieved chunks: chunk selection, prompts, batched reader calls, metrics.
 
 Shared by ``qrag-eval --reader`` and the LLM-answer reward (:mod:`qrag_training.llm_feedback`):
-both give a reader (:class:`qrag_integrations.readers.Reader`) the question and the chosen chunks
-in one prompt (:func:`qrag_integrations.readers.build_prompt`, one chunk per line) and score its
+both give a reader (:class:`qrag_integrations.llm.Reader`) the question and the chosen chunks
+in one prompt (:func:`qrag_integrations.llm.build_prompt`, one chunk per line) and score its
 answer against the episode's gold answer with the SQuAD / HotpotQA normalisation
-(:func:`~qrag_integrations.readers.answer_em`, :func:`~qrag_integrations.readers.answer_f1`), or
+(:func:`~qrag_integrations.llm.answer_em`, :func:`~qrag_integrations.llm.answer_f1`), or
 for bAbI / BabiLong with BabiLong's label match (:func:`babilong_match`), which accepts a sentence
 that names the right label and no other (small readers rarely answer with the bare word).
 
-One prompt serves every data set (:data:`~qrag_integrations.readers.DEFAULT_TEMPLATE`; a file can
+One prompt serves every data set (:data:`~qrag_integrations.llm.DEFAULT_TEMPLATE`; a file can
 replace it). A bAbI prompt asking for "one word only: a place, a person or an object" was tried
 with SmolLM2-135M-Instruct and did worse (it answered "A place." and the like): with only the
 supporting facts as context, label match on 2 of 8 qa1 questions against 8 of 8 with the default
@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from qrag_integrations.readers import (
+from qrag_integrations.llm import (
     Reader,
     ReaderError,
     answer_em,
@@ -189,8 +189,8 @@ def reader_options(pairs: Sequence[str]) -> dict[str, Any]:
 
 def load_reader(spec: str, options: Mapping[str, Any] | None = None) -> Reader:
     """Build a reader from a spec (``local``, ``local:PATH``, ``openai:BASE_URL#MODEL``,
-    ``vllm:MODEL``) with :func:`qrag_integrations.readers.factory.build_reader`, imported here so
+    ``vllm:MODEL``) with :func:`qrag_integrations.llm.factory.build_reader`, imported here so
     the backends load only when a reader is asked for."""
-    from qrag_integrations.readers.factory import build_reader
+    from qrag_integrations.llm.factory import build_reader
 
     return build_reader(spec, **dict(options or {}))

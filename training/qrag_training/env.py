@@ -2,7 +2,7 @@
 
 The MDP of the Q-RAG paper (Sorokin et al., ICLR 2026): the state is the question plus the
 chunks picked so far; an action picks one chunk that is not picked yet; chunk positions are
-re-laid out after every pick (:func:`qrag_integrations.positions.layout`). Reaching ``max_steps`` picks is a
+re-laid out after every pick (:func:`qrag_integrations.core.positions.layout`). Reaching ``max_steps`` picks is a
 *truncation*; running out of chunks, or the feedback declaring the episode solved when it may
 terminate, is a *termination*. The two flags are kept apart so the returns bootstrap correctly.
 
@@ -21,8 +21,8 @@ import numpy as np
 import torch
 from torch.nn.utils.rnn import pad_sequence
 
-from qrag_integrations.config import PositionMode, QRAGConfig
-from qrag_integrations.positions import layout
+from qrag_integrations.core.config import PositionMode, QRAGConfig
+from qrag_integrations.core.positions import layout
 from qrag_training.data.episode import Episode
 from qrag_training.distributed import stripe
 from qrag_training.feedback import Feedback, RewardQuery, score_picks

@@ -19,12 +19,12 @@ baselines) and ``summary.json`` (fact_em, fact_f1, mean_steps, n, reward, ...) t
 Metrics: fact EM = every supporting chunk was picked; fact F1 = F1 of picked vs supporting
 chunk ids (both over the episodes with supporting facts).
 
-Answers (``--reader SPEC``, built by ``qrag_integrations.readers.factory.build_reader``, e.g.
+Answers (``--reader SPEC``, built by ``qrag_integrations.llm.factory.build_reader``, e.g.
 ``local``, ``openai:BASE_URL#MODEL``): the reader answers every episode from its retrieved chunks
 (``--answer-chunks all|first:N|q>=T``: every pick, the first N, or the picks whose Q-value is at
 least T), given in retrieval order (pick order, or rank order for dense / BM25; ``--reader-order
 document`` sorts them by document position) with the reader prompt
-(``qrag_integrations.readers.DEFAULT_TEMPLATE`` or ``--reader-template``). The prompts of all
+(``qrag_integrations.llm.DEFAULT_TEMPLATE`` or ``--reader-template``). The prompts of all
 episodes go to the reader in batches of ``--reader-batch``. ``samples.jsonl`` gets each answer,
 the gold answer, its answer EM / F1 and the chunk ids the reader saw; ``summary.json`` gets
 answer_em / answer_f1 (means over the episodes with a gold answer, SQuAD normalisation: the
@@ -49,12 +49,12 @@ import torch
 
 from hydra.errors import ConfigCompositionException
 
-from qrag_integrations.atomic import write_json_atomic, write_text_atomic
+from qrag_integrations.core.atomic import write_json_atomic, write_text_atomic
 from qrag_integrations.cli_errors import INPUT_ERRORS, one_line_errors
-from qrag_integrations.index import ChunkIndex
-from qrag_integrations.model import QRAGModel, eval_mode
-from qrag_integrations.readers import DEFAULT_TEMPLATE, Reader, ReaderError
-from qrag_integrations.search import MultiStepSearcher
+from qrag_integrations.core.index import ChunkIndex
+from qrag_integrations.core.model import QRAGModel, eval_mode
+from qrag_integrations.llm import DEFAULT_TEMPLATE, Reader, ReaderError
+from qrag_integrations.core.search import MultiStepSearcher
 from qrag_training.answering import (
     CHUNK_ORDERS,
     ChunkSelection,
@@ -313,7 +313,7 @@ def retrieve(
     args: argparse.Namespace, cfg: Any, episodes: Sequence[Episode], steps: int
 ) -> tuple[str, list[Retrieval]]:
     """Run the retriever the arguments name; returns its name and one result per episode."""
-    from qrag_integrations.checkpoint import load_model
+    from qrag_integrations.core.loading import load_model
     from qrag_training.settings import model_config_from
 
     if args.baseline == "none":

@@ -26,7 +26,7 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from qrag_integrations.readers import DEFAULT_TEMPLATE, Reader
+from qrag_integrations.llm import DEFAULT_TEMPLATE, Reader
 from qrag_training.answering import (
     ANSWER_METRICS,
     answer_score,

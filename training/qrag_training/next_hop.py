@@ -22,10 +22,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from qrag_integrations.config import PositionMode
-from qrag_integrations.encoder import MeanPoolEncoder, load_base
-from qrag_integrations.model import QRAGModel
-from qrag_integrations.positions import layout
+from qrag_integrations.core.config import PositionMode
+from qrag_integrations.core.encoder import MeanPoolEncoder, load_base
+from qrag_integrations.core.model import QRAGModel
+from qrag_integrations.core.positions import layout
 from qrag_training.data.episode import Episode
 from qrag_training.distributed import DistContext
 from qrag_training.optim import (

@@ -28,8 +28,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from qrag_integrations.encoder import MeanPoolEncoder
-from qrag_integrations.model import QRAGModel, eval_mode
+from qrag_integrations.core.encoder import MeanPoolEncoder
+from qrag_integrations.core.model import QRAGModel, eval_mode
 from qrag_training.distributed import DistContext
 from qrag_training.env import FinalObservation, VectorEnv
 from qrag_training.optim import (

@@ -26,16 +26,16 @@ import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
 
-from qrag_integrations.atomic import (
+from qrag_integrations.core.atomic import (
     SaveKind,
     atomic_dir,
     move_aside,
     recover_interrupted_save,
     write_json_atomic,
 )
-from qrag_integrations.checkpoint import CHECKPOINT_SAVE, write_checkpoint_files
-from qrag_integrations.errors import QRAGError
-from qrag_integrations.model import QRAGModel
+from qrag_integrations.core.checkpoint import CHECKPOINT_SAVE, write_checkpoint_files
+from qrag_integrations.core.errors import QRAGError
+from qrag_integrations.core.model import QRAGModel
 
 STATE_DIR = "train_state"
 STATE_JSON = "state.json"
@@ -135,7 +135,7 @@ def prepare_run_dir(out_dir: Path, resume: bool, overwrite: bool) -> None:
     Anything else (a folder of other files, a file, an earlier run without ``resume``) is
     refused, or with ``overwrite`` moved aside to a sibling ``<name>.old-<time>``. Checkpoint
     saves interrupted by a killed process are then repaired (see
-    :func:`qrag_integrations.atomic.recover_interrupted_save`).
+    :func:`qrag_integrations.core.atomic.recover_interrupted_save`).
 
     Raises:
         QRAGError: ``out_dir`` holds something else and ``overwrite`` is false.

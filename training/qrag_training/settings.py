@@ -15,7 +15,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from qrag_integrations.config import QRAGConfig
+from qrag_integrations.core.config import QRAGConfig
 from qrag_training.data.episode import Episode
 from qrag_training.data.registry import load_dataset
 from qrag_training.data.splits import split_of

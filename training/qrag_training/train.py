@@ -36,10 +36,10 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
-from qrag_integrations.atomic import write_text_atomic
-from qrag_integrations.checkpoint import load_model
+from qrag_integrations.core.atomic import write_text_atomic
+from qrag_integrations.core.loading import load_model
 from qrag_integrations.cli_errors import one_line_errors
-from qrag_integrations.model import QRAGModel
+from qrag_integrations.core.model import QRAGModel
 from qrag_training.run_folder import (
     METRICS_FILE,
     TB_DIR,

@@ -1,0 +1,255 @@
+"""The Q-RAG Q-function: a state encoder, a chunk encoder, RoPE positions and twin heads.
+
+``Q(s, a) = Q1 + Q2`` with ``Q1 = <E_s(s)[:D/2], R(p) E_a(a)[:D/2]>`` and ``Q2`` likewise on the
+second halves. The trainer (``qrag_training``) trains exactly this module.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+from collections.abc import Iterator, Sequence
+
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+from transformers import PreTrainedTokenizerBase
+
+from qrag_integrations.core.checkpoint import save_pretrained
+from qrag_integrations.core.config import PositionMode, QRAGConfig, StateOrder
+from qrag_integrations.core.encoder import MeanPoolEncoder, load_base
+from qrag_integrations.core.positions import rotate
+
+
+@contextlib.contextmanager
+def eval_mode(module: nn.Module) -> Iterator[None]:
+    """``module`` in eval mode (no dropout) inside the block, its previous mode restored after."""
+    was_training = module.training
+    module.eval()
+    try:
+        yield
+    finally:
+        module.train(was_training)
+
+
+class QRAGModel(nn.Module):
+    """State and chunk encoders of a Q-RAG retriever.
+
+    Build one from a base encoder with :meth:`from_base`, or load a checkpoint with
+    :func:`qrag_integrations.load_model`.
+    """
+
+    def __init__(
+        self,
+        config: QRAGConfig,
+        state_encoder: MeanPoolEncoder,
+        chunk_encoder: MeanPoolEncoder,
+        tokenizer: PreTrainedTokenizerBase,
+    ) -> None:
+        super().__init__()
+        if state_encoder.hidden_size != chunk_encoder.hidden_size:
+            raise ValueError("state and chunk encoders must have the same embedding size")
+        if state_encoder.hidden_size % 4:
+            raise ValueError(
+                f"embedding size must be divisible by 4 (twin heads x RoPE pairs), "
+                f"got {state_encoder.hidden_size}"
+            )
+        self.config = config
+        self.state_encoder = state_encoder
+        self.chunk_encoder = chunk_encoder
+        self.tokenizer = tokenizer
+        self.apply_trainable_layers()
+
+    @classmethod
+    def from_base(
+        cls,
+        config: QRAGConfig | None = None,
+        device: str | torch.device = "cpu",
+        dtype: torch.dtype = torch.float32,
+    ) -> QRAGModel:
+        """An untrained Q-RAG model: both encoders are copies of ``config.base_model``."""
+        config = config or QRAGConfig()
+        base, tokenizer = load_base(config.base_model)
+        state = MeanPoolEncoder(base, config.output_scale, config.normalize)
+        chunk = MeanPoolEncoder(copy.deepcopy(base), config.output_scale, config.normalize)
+        return cls(config, state, chunk, tokenizer).to(device=device, dtype=dtype)
+
+    def save_pretrained(
+        self, path: str, card_notes: str = "", weights_dtype: torch.dtype | None = None, overwrite: bool = False
+    ) -> None:
+        """Write a checkpoint folder atomically; refuses a path holding anything but an earlier
+        checkpoint unless ``overwrite`` (see :func:`qrag_integrations.core.checkpoint.save_pretrained`)."""
+        save_pretrained(self, path, card_notes=card_notes, weights_dtype=weights_dtype, overwrite=overwrite)
+
+    # -- properties ---------------------------------------------------------------------------
+    @property
+    def embedding_dim(self) -> int:
+        """Size ``D`` of state and chunk embeddings."""
+        return self.state_encoder.hidden_size
+
+    @property
+    def device(self) -> torch.device:
+        """Device of the encoders."""
+        return next(self.parameters()).device
+
+    @property
+    def dtype(self) -> torch.dtype:
+        """Floating dtype of the encoders."""
+        return next(self.parameters()).dtype
+
+    # -- training helpers ---------------------------------------------------------------------
+    def apply_trainable_layers(self) -> None:
+        """Freeze everything but the top ``config.trainable_layers`` layers (if set)."""
+        n = self.config.trainable_layers
+        for encoder in (self.state_encoder, self.chunk_encoder):
+            if n is None:
+                encoder.requires_grad_(True)
+                continue
+            encoder.requires_grad_(False)
+            for layer in encoder.layers()[-n:]:
+                layer.requires_grad_(True)
+
+    def trained_state_dict(self) -> dict[str, torch.Tensor]:
+        """The parameters a checkpoint must store: all, or only the trainable top layers."""
+        full = self.state_dict()
+        n = self.config.trainable_layers
+        if n is None:
+            return full
+        prefixes = [f"state_encoder.{p}" for p in self.state_encoder.layer_prefixes(n)]
+        prefixes += [f"chunk_encoder.{p}" for p in self.chunk_encoder.layer_prefixes(n)]
+        return {k: v for k, v in full.items() if k.startswith(tuple(prefixes))}
+
+    # -- text ---------------------------------------------------------------------------------
+    def state_text(
+        self, question: str, picked: Sequence[str], picked_order: Sequence[int] | None = None
+    ) -> str:
+        """The state text: the question and the picked chunks joined by the separator.
+
+        Args:
+            question: the user's question.
+            picked: picked chunk texts in pick order.
+            picked_order: their document-order keys; used when ``state_order`` is ``document``.
+        """
+        texts = list(picked)
+        if self.config.state_order is StateOrder.DOCUMENT and picked_order is not None:
+            texts = [t for _, t in sorted(zip(picked_order, texts), key=lambda pair: pair[0])]
+        return self.config.state_separator.join([question, *texts])
+
+    def tokenize(self, texts: Sequence[str], max_tokens: int) -> dict[str, torch.Tensor]:
+        """Tokenize with truncation to ``max_tokens`` (and to the encoder's position table), on
+        the model's device."""
+        limit = self.state_encoder.max_positions
+        batch = self.tokenizer(
+            list(texts),
+            padding=True,
+            truncation=True,
+            max_length=max_tokens if limit is None else min(max_tokens, limit),
+            return_tensors="pt",
+        )
+        return {
+            "input_ids": batch["input_ids"].to(self.device),
+            "attention_mask": batch["attention_mask"].to(self.device),
+        }
+
+    # -- embeddings ---------------------------------------------------------------------------
+    def embed_states(self, texts: Sequence[str]) -> torch.Tensor:
+        """State embeddings ``(B, D)``; differentiable (wrap in ``torch.inference_mode`` to act)."""
+        return self.state_encoder(**self.tokenize(texts, self.config.max_state_tokens))
+
+    def embed_chunks_grad(self, texts: Sequence[str], batch_size: int = 64) -> torch.Tensor:
+        """Unrotated chunk embeddings ``(B, D)``, differentiable (training).
+
+        Texts are encoded in batches of similar length (a sentence is not padded to the longest
+        paragraph of the step); the result is in the input order.
+        """
+        return self.encode_in_length_batches(self.chunk_encoder, texts, self.config.max_chunk_tokens, batch_size)
+
+    def encode_in_length_batches(
+        self, encoder: nn.Module, texts: Sequence[str], max_tokens: int, batch_size: int
+    ) -> torch.Tensor:
+        """``encoder``'s embeddings ``(B, D)`` of ``texts`` tokenized with this model's tokenizer,
+        in batches of similar length, returned in the input order (differentiable when the
+        encoder is; e.g. the chunk encoder in training, or a frozen teacher)."""
+        if len(texts) <= batch_size:
+            return encoder(**self.tokenize(texts, max_tokens))
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        parts = [
+            encoder(**self.tokenize([texts[i] for i in order[s : s + batch_size]], max_tokens))
+            for s in range(0, len(order), batch_size)
+        ]
+        inverse = torch.empty(len(order), dtype=torch.long, device=self.device)
+        inverse[torch.tensor(order, device=self.device)] = torch.arange(len(order), device=self.device)
+        return torch.cat(parts)[inverse]
+
+    @torch.inference_mode()
+    def embed_chunks(
+        self,
+        texts: Sequence[str],
+        batch_size: int = 64,
+        show_progress: bool = False,
+        out_dtype: torch.dtype = torch.float32,
+    ) -> torch.Tensor:
+        """Unrotated chunk embeddings ``(N, D)`` for inference, batched by similar length.
+
+        Texts are sorted by length before batching so little compute goes to padding; the result
+        is in the input order.
+        """
+        n = len(texts)
+        out = torch.empty((n, self.embedding_dim), dtype=out_dtype, device=self.device)
+        if n == 0:
+            return out
+        order = sorted(range(n), key=lambda i: -len(texts[i]))
+        bar = tqdm(total=n, desc="embedding chunks", unit="chunk", disable=not show_progress)
+        for start in range(0, n, batch_size):
+            ids = order[start : start + batch_size]
+            emb = self.chunk_encoder(
+                **self.tokenize([texts[i] for i in ids], self.config.max_chunk_tokens)
+            )
+            out[torch.tensor(ids, device=self.device)] = emb.to(out_dtype)
+            bar.update(len(ids))
+        bar.close()
+        return out
+
+    def anchor_states(self, state_emb: torch.Tensor, question_emb: torch.Tensor) -> torch.Tensor:
+        """State embeddings as the search scores them after the first step:
+        ``(E_s(state) + w * E_s(question)) / (1 + w)`` with ``w = question_weight`` (unchanged
+        when the weight is 0). Dividing by ``1 + w`` keeps Q-values on the scale of the first
+        step's, so ``stop_threshold`` and the reported scores mean the same at every step."""
+        w = self.config.question_weight
+        return state_emb if w == 0 else (state_emb + w * question_emb) / (1 + w)
+
+    # -- Q-values -----------------------------------------------------------------------------
+    def rotate_chunks(self, chunk_emb: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        """Apply the chunk positions (no-op in ``none`` mode)."""
+        if self.config.position_mode is PositionMode.NONE:
+            return chunk_emb
+        return rotate(chunk_emb, positions, self.config.rope_theta)
+
+    def twin_q(
+        self, state_emb: torch.Tensor, rotated_chunk_emb: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Both heads for states against chunks.
+
+        Args:
+            state_emb: ``(B, D)``.
+            rotated_chunk_emb: ``(N, D)`` shared by all states, or ``(B, N, D)`` per state.
+
+        Returns:
+            ``(Q1, Q2)``, each ``(B, N)``.
+        """
+        half = state_emb.shape[-1] // 2
+        s1, s2 = state_emb[..., :half], state_emb[..., half:]
+        c1, c2 = rotated_chunk_emb[..., :half], rotated_chunk_emb[..., half:]
+        if rotated_chunk_emb.dim() == 2:
+            return s1 @ c1.T, s2 @ c2.T
+        return (
+            torch.einsum("bd,bnd->bn", s1, c1),
+            torch.einsum("bd,bnd->bn", s2, c2),
+        )
+
+    def q_values(
+        self, state_emb: torch.Tensor, chunk_emb: torch.Tensor, positions: torch.Tensor
+    ) -> torch.Tensor:
+        """Acting Q-values ``Q1 + Q2`` of states against unrotated chunks at ``positions``."""
+        q1, q2 = self.twin_q(state_emb, self.rotate_chunks(chunk_emb, positions))
+        return q1 + q2

@@ -1,0 +1,147 @@
+"""Chunk position layouts (none / absolute / relative) and the RoPE rotation they drive.
+
+Positions are integers: the reference implementation looks rotation angles up in an integer
+table, so a relative layout ``linspace(0, 18, n)`` is floored. Integer positions also make runs
+of neighbouring chunks share one position, which the search exploits (see ``search.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+
+from qrag_integrations.core.config import PositionMode
+
+
+def relative_positions_at(
+    ranks: np.ndarray, n: int, picked_ranks: Sequence[int], step: int, span: float
+) -> np.ndarray:
+    """Relative positions of the chunks at ``ranks`` (document order) among ``n`` chunks.
+
+    Each picked chunk opens a new segment; segment ``j`` of length ``L`` gives its ``i``-th chunk
+    ``j * step + (i * M) // (L - 1)`` with ``M = int(span * step)``, i.e. ``floor`` of the
+    paper's ``linspace(0, M, L)`` computed in exact integer arithmetic. An empty segment (a pick
+    at rank 0, or two adjacent picks) still advances ``j``, as in the reference code.
+
+    Args:
+        ranks: int array of ranks in ``[0, n)``.
+        n: number of chunks in document order.
+        picked_ranks: ranks of picked chunks, any order.
+        step: distance between segments.
+        span: fraction of ``step`` a segment spreads over.
+
+    Returns:
+        int64 array shaped like ``ranks``.
+    """
+    max_value = int(span * step)
+    ranks = np.asarray(ranks, dtype=np.int64)
+    bounds = np.array(sorted({int(r) for r in picked_ranks}), dtype=np.int64)
+    # segment j covers [starts[j], ends[j]); segment 0 starts at 0, segment j>0 at bounds[j-1]
+    starts = np.concatenate([[0], bounds])
+    ends = np.concatenate([bounds, [n]])
+    seg = np.searchsorted(bounds, ranks, side="right")
+    length = ends[seg] - starts[seg]
+    offset_in = ranks - starts[seg]
+    within = np.where(length > 1, (offset_in * max_value) // np.maximum(length - 1, 1), 0)
+    return seg * step + within
+
+
+def relative_layout(n: int, picked_ranks: Sequence[int], step: int, span: float) -> np.ndarray:
+    """Relative positions of all ``n`` chunks (see :func:`relative_positions_at`)."""
+    return relative_positions_at(np.arange(n), n, picked_ranks, step, span)
+
+
+def relative_runs(
+    n: int, picked_ranks: Sequence[int], step: int, span: float
+) -> list[tuple[int, int, int]]:
+    """The relative layout as runs ``(start, stop, position)`` of equal positions.
+
+    Same positions as :func:`relative_layout` without materialising ``n`` values: there are at
+    most ``(int(span * step) + 1) * (len(picked_ranks) + 1)`` runs.
+    """
+    max_value = int(span * step)
+    runs: list[tuple[int, int, int]] = []
+    bounds = sorted({int(r) for r in picked_ranks}) + [n]
+    start = 0
+    for seg, end in enumerate(bounds):
+        length = end - start
+        if length == 1 or (length > 1 and max_value == 0):
+            runs.append((start, end, seg * step))
+        elif length > 1:
+            for p in range(max_value + 1):
+                # first i with (i * M) // (L - 1) >= p is ceil(p * (L - 1) / M)
+                a = -((-p * (length - 1)) // max_value)
+                b = min(-((-(p + 1) * (length - 1)) // max_value), length)
+                if b > a:
+                    runs.append((start + a, start + b, seg * step + p))
+        start = max(start, end)
+    return runs
+
+
+def positions_at(
+    mode: PositionMode, ranks: np.ndarray, n: int, picked_ranks: Sequence[int], step: int, span: float
+) -> np.ndarray:
+    """Positions of the chunks at ``ranks`` (document order) among ``n``, for any position mode."""
+    if mode is PositionMode.RELATIVE:
+        return relative_positions_at(ranks, n, picked_ranks, step, span)
+    if mode is PositionMode.ABSOLUTE:
+        return np.asarray(ranks, dtype=np.int64)
+    return np.zeros(len(ranks), dtype=np.int64)
+
+
+def layout(mode: PositionMode, n: int, picked_ranks: Sequence[int], step: int, span: float) -> np.ndarray:
+    """Positions of all ``n`` chunks in document order for any position mode."""
+    return positions_at(mode, np.arange(n), n, picked_ranks, step, span)
+
+
+def layout_runs(
+    mode: PositionMode, n: int, picked_ranks: Sequence[int], step: int, span: float
+) -> list[tuple[int, int, int]] | None:
+    """Runs of equal positions, or ``None`` when every chunk has its own (absolute mode)."""
+    if mode is PositionMode.RELATIVE:
+        return relative_runs(n, picked_ranks, step, span)
+    if mode is PositionMode.NONE:
+        return [(0, n, 0)] if n else []
+    return None
+
+
+def rope_inv_freq(dim: int, theta: float, device: torch.device | str | None = None) -> torch.Tensor:
+    """Inverse frequencies for a RoPE over ``dim`` features (``dim // 2`` rotated pairs)."""
+    return 1.0 / (theta ** (torch.arange(0, dim, 2, device=device, dtype=torch.float32) / dim))
+
+
+def rotate(
+    emb: torch.Tensor, positions: torch.Tensor, theta: float, inverse: bool = False
+) -> torch.Tensor:
+    """Rotate embeddings by their positions, each half of the features separately.
+
+    Features are rotated in interleaved pairs ``(x[2i], x[2i+1])`` (the layout of
+    ``rotary_embedding_torch``), with the same angles in both halves, which is what the twin heads
+    need: ``Q1`` uses the first half and ``Q2`` the second.
+
+    Args:
+        emb: ``(..., D)`` with ``D % 4 == 0``.
+        positions: integer positions broadcastable to ``emb.shape[:-1]``.
+        theta: RoPE base.
+        inverse: rotate by ``-position`` (turns ``<s, R(p) a>`` into ``<R(-p) s, a>``).
+
+    Returns:
+        Rotated tensor, same shape and dtype as ``emb``.
+    """
+    dim = emb.shape[-1]
+    if dim % 4:
+        raise ValueError(f"embedding size must be divisible by 4 for twin-head RoPE, got {dim}")
+    half = dim // 2
+    inv_freq = rope_inv_freq(half, theta, device=emb.device)
+    angles = positions.to(torch.float32).unsqueeze(-1) * inv_freq  # (..., half // 2)
+    angles = angles.repeat_interleave(2, dim=-1)  # (..., half)
+    angles = torch.cat([angles, angles], dim=-1)  # (..., dim)
+    cos, sin = angles.cos(), angles.sin()
+    if inverse:
+        sin = -sin
+    x = emb.to(torch.float32)
+    pairs = x.unflatten(-1, (-1, 2))
+    rotated_half = torch.stack((-pairs[..., 1], pairs[..., 0]), dim=-1).flatten(-2)
+    return (x * cos + rotated_half * sin).to(emb.dtype)

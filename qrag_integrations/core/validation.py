@@ -1,0 +1,67 @@
+"""Checks of the retriever's public inputs: each refuses a bad value with a :class:`QRAGError`
+naming it, before any work is done (framework-free)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any
+
+from qrag_integrations.core.errors import QRAGError
+
+
+def check_k(k: Any) -> None:
+    """``k`` must be an ``int >= 1`` (not a bool, a float or a string)."""
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise QRAGError(f"k must be an integer >= 1, got {k!r}")
+
+
+def check_query(query: Any) -> None:
+    """A query must be a non-blank string of valid Unicode."""
+    if not isinstance(query, str):
+        raise QRAGError(f"query must be a string, got {type(query).__name__}")
+    if not query.strip():
+        raise QRAGError("query is empty")
+    check_unicode(query, "query")
+
+
+def check_unicode(text: str, what: str) -> None:
+    """Refuse strings the tokenizer cannot take (lone surrogates, e.g. from bad decoding)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise QRAGError(f"{what} is not valid Unicode ({exc.reason} at position {exc.start})") from None
+
+
+def check_stop_threshold(threshold: Any) -> None:
+    """A stop threshold is ``None`` or a real number (not a bool, not NaN)."""
+    if threshold is None:
+        return
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or math.isnan(threshold):
+        raise QRAGError(f"stop_threshold must be a number or None, got {threshold!r}")
+
+
+def check_texts(texts: Any) -> list[str]:
+    """Chunk texts as a list; a bare string or an item that is not a string is refused."""
+    if isinstance(texts, str):
+        raise QRAGError("texts must be a sequence of strings, not a single string")
+    texts = list(texts)
+    bad = [i for i, t in enumerate(texts) if not isinstance(t, str)]
+    if bad:
+        raise QRAGError(f"texts must be strings; item {bad[0]} is {type(texts[bad[0]]).__name__}")
+    return texts
+
+
+def check_chunk_ids(ids: Any) -> list[str]:
+    """New chunk ids: :func:`as_ids`, none of them empty."""
+    ids = as_ids(ids)
+    if not all(ids):
+        raise QRAGError("chunk ids must be non-empty strings")
+    return ids
+
+
+def as_ids(ids: Any) -> list[str]:
+    """Chunk ids as strings; a bare string or something that is not a collection is refused."""
+    if isinstance(ids, (str, bytes)) or not isinstance(ids, Iterable):
+        raise QRAGError(f"ids must be a list of ids, got {type(ids).__name__}")
+    return [str(i) for i in ids]

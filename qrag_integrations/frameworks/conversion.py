@@ -1,0 +1,167 @@
+"""Conversion between framework objects and the core's chunks and hits.
+
+In: LangChain ``Document``\\ s, LlamaIndex ``Document``\\ s and nodes (optionally cut by a
+LangChain ``TextSplitter`` or a LlamaIndex ``NodeParser``), the documents of a LangChain vector
+store or of a LlamaIndex index, all flattened into :class:`ChunkRows`. Out: a search
+:class:`~qrag_integrations.core.search.Hit` as a LangChain ``Document`` or a LlamaIndex
+``NodeWithScore``, with the pick's step, Q-value and position in its metadata.
+
+This module (with :mod:`~qrag_integrations.frameworks.retriever`) is where LangChain and LlamaIndex are
+imported; the core never imports it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.documents import Document as LCDocument
+from llama_index.core.schema import BaseNode, NodeWithScore, TextNode
+
+from qrag_integrations.core.errors import QRAGError
+from qrag_integrations.core.index import Chunk
+from qrag_integrations.core.search import Hit
+
+#: Metadata keys added to every result.
+META_STEP, META_Q, META_POSITION, META_SCORE = "qrag_step", "qrag_q_value", "qrag_position", "score"
+
+
+# -- hits and chunks -> framework objects -----------------------------------------------------
+def hit_metadata(hit: Hit) -> dict[str, Any]:
+    """The chunk's metadata plus the pick's step, Q-value, position and score (= Q-value)."""
+    return {**hit.chunk.metadata, META_STEP: hit.step, META_Q: hit.q_value,
+            META_POSITION: hit.position, META_SCORE: hit.q_value}
+
+
+def hit_to_langchain(hit: Hit) -> LCDocument:
+    """A hit as a LangChain ``Document`` (id = chunk id)."""
+    return LCDocument(id=hit.chunk.id, page_content=hit.chunk.text, metadata=hit_metadata(hit))
+
+
+def hit_to_llama_index(hit: Hit) -> NodeWithScore:
+    """A hit as a LlamaIndex ``NodeWithScore`` (node id = chunk id, score = Q-value)."""
+    node = TextNode(id_=hit.chunk.id, text=hit.chunk.text, metadata=hit_metadata(hit))
+    return NodeWithScore(node=node, score=hit.q_value)
+
+
+def chunk_to_langchain(chunk: Chunk) -> LCDocument:
+    """A stored chunk as a LangChain ``Document`` (its own metadata only)."""
+    return LCDocument(id=chunk.id, page_content=chunk.text, metadata=dict(chunk.metadata))
+
+
+# -- framework documents -> chunks ------------------------------------------------------------
+@dataclass
+class ChunkRows:
+    """Chunks to add to an index, in document order."""
+
+    texts: list[str] = field(default_factory=list)
+    """Chunk texts."""
+    metadatas: list[dict[str, Any]] = field(default_factory=list)
+    """Metadata of each chunk (a copy of its document's or node's)."""
+    ids: list[str] | None = None
+    """Chunk ids, or ``None`` when no document brought one (the index then makes them)."""
+    doc_ids: list[str] = field(default_factory=list)
+    """Document each chunk belongs to (positions are laid out in this order)."""
+
+
+def documents_to_chunks(documents: Sequence[Any], splitter: Any = None) -> ChunkRows:
+    """Flatten framework documents into chunks, in order.
+
+    Without a splitter each LangChain document is one chunk of a shared document, and each
+    LlamaIndex node one chunk of its source document; with one, each document's pieces are
+    chunks of that document, in order.
+
+    Args:
+        documents: LangChain ``Document``\\ s or LlamaIndex ``Document``\\ s / nodes.
+        splitter: a LangChain ``TextSplitter`` (``split_text``) or a LlamaIndex ``NodeParser``
+            (``get_nodes_from_documents``), or ``None``.
+
+    Returns:
+        The chunks; ids are the documents' / nodes' ids (random for pieces without one), or
+        ``None`` when none has an id.
+
+    Raises:
+        QRAGError: an item is not a framework document, a text is not a string, or the splitter
+            has neither method.
+    """
+    rows = ChunkRows()
+    ids: list[str] = []
+
+    def push(text: Any, meta: dict[str, Any], chunk_id: str | None, doc_id: str) -> None:
+        if not isinstance(text, str):
+            raise QRAGError(f"document text must be a string, got {type(text).__name__}")
+        rows.texts.append(text)
+        rows.metadatas.append(dict(meta))
+        ids.append(chunk_id or "")
+        rows.doc_ids.append(doc_id)
+
+    for i, doc in enumerate(documents):
+        if isinstance(doc, LCDocument):
+            if splitter is None:
+                push(doc.page_content, doc.metadata, doc.id, "documents")
+            else:
+                doc_id = doc.id or f"document-{i}"
+                for piece in split_text(splitter, doc.page_content):
+                    push(piece, doc.metadata, None, doc_id)
+        elif isinstance(doc, BaseNode):
+            source = doc.ref_doc_id or doc.node_id
+            if splitter is None:
+                push(doc.get_content(), doc.metadata, doc.node_id, source)
+            elif hasattr(splitter, "get_nodes_from_documents"):
+                for node in splitter.get_nodes_from_documents([doc]):
+                    push(node.get_content(), node.metadata, node.node_id, source)
+            else:
+                for piece in split_text(splitter, doc.get_content()):
+                    push(piece, doc.metadata, None, source)
+        else:
+            raise QRAGError(
+                f"documents must be LangChain Documents or LlamaIndex nodes; item {i} is {type(doc).__name__}"
+            )
+    if any(ids):
+        rows.ids = [x or f"chunk-{os.urandom(8).hex()}" for x in ids]
+    return rows
+
+
+def split_text(splitter: Any, text: str) -> Iterable[str]:
+    """The pieces of ``text`` from a splitter with ``split_text`` (LangChain's interface)."""
+    if hasattr(splitter, "split_text"):
+        return splitter.split_text(text)
+    raise QRAGError(f"unsupported text splitter {type(splitter).__name__}: need split_text() or get_nodes_from_documents()")
+
+
+def vector_store_documents(vector_store: Any, ids: Sequence[str] | None = None) -> list[LCDocument]:
+    """The documents of a LangChain vector store.
+
+    Args:
+        vector_store: a LangChain ``VectorStore``.
+        ids: which documents to read (through ``get_by_ids``); ``None``: all, which needs a store
+            that exposes them (``InMemoryVectorStore``).
+
+    Raises:
+        QRAGError: no ``ids`` and the store cannot list its documents.
+    """
+    if ids is not None:
+        return list(vector_store.get_by_ids(list(ids)))
+    if isinstance(getattr(vector_store, "store", None), dict):
+        return [
+            LCDocument(id=i, page_content=v["text"], metadata=v.get("metadata", {}))
+            for i, v in vector_store.store.items()
+        ]
+    raise QRAGError(
+        f"{type(vector_store).__name__} cannot list its documents; pass ids= to read them "
+        "with get_by_ids"
+    )
+
+
+def llama_index_nodes(index: Any) -> list[BaseNode]:
+    """The nodes in the docstore of a LlamaIndex index (e.g. a ``VectorStoreIndex``).
+
+    Raises:
+        QRAGError: the docstore holds no nodes.
+    """
+    nodes = list(index.docstore.docs.values())
+    if not nodes:
+        raise QRAGError("the LlamaIndex index's docstore holds no nodes (was it built with store_nodes_override?)")
+    return nodes

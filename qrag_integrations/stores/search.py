@@ -1,0 +1,225 @@
+"""Q-RAG multi-step search over candidates a vector store returns (no framework code).
+
+Each step asks a :class:`CandidateSource` for the ``candidates_per_step`` chunks nearest the
+step's state embedding (plain inner product or the store's own metric, metadata filter passed
+through), reads their vectors and document-order keys, and re-scores them exactly with the
+Q-function at the positions the in-memory :class:`~qrag_integrations.core.index.ChunkIndex` would give
+them (:func:`~qrag_integrations.core.search.score_at_positions`, the one scoring code). The loop,
+state texts, anchoring and stop rule are :class:`~qrag_integrations.core.search.MultiStepSearcher`'s.
+Whenever the candidates hold the exact arg-max, picks, Q-values and positions are the exact
+search's; :class:`StoreStats` counts how often they did (``check_exact=True``).
+
+A ``{"key": value or [values]}`` filter is pushed down to the store *and* every candidate the
+store returns is checked against it here (:func:`~qrag_integrations.core.index.mapping_filter`, the
+in-memory index's test), so a store whose filter matches more (Qdrant matches a list that holds
+the value, or a nested field by a dotted key) never makes a chunk outside the filter a pick.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+import torch
+
+from qrag_integrations.core.errors import IndexMismatchError, QRAGError
+from qrag_integrations.core.index import Chunk, ChunkIndex, mapping_filter
+from qrag_integrations.core.model import QRAGModel
+from qrag_integrations.core.search import Hit, MultiStepSearcher, score_at_positions
+
+
+@dataclass(frozen=True)
+class StoreCandidates:
+    """Chunks a store returned for one query vector."""
+
+    chunks: list[Chunk]
+    """The chunks (id, text, user metadata, document id, order)."""
+    vectors: np.ndarray
+    """``(K, D)`` float32 unrotated chunk embeddings as stored."""
+    keys: np.ndarray
+    """``(K, 2)`` int64 document-order keys ``(doc_rank, order)``."""
+
+
+class StoreLayout(Protocol):
+    """Document order of the chunks one search covers (those a filter matched)."""
+
+    @property
+    def n(self) -> int:
+        """Number of chunks (positions are laid out over them)."""
+
+    def ranks(self, keys: np.ndarray) -> np.ndarray:
+        """Document-order ranks of ``keys`` ``(K, 2)``: how many of the chunks sort before each."""
+
+
+class CandidateSource(Protocol):
+    """A store of chunk vectors the store-backed search reads (Qdrant, LangChain and LlamaIndex
+    stores: :mod:`qrag_integrations.stores.qdrant`, :mod:`qrag_integrations.stores.framework_stores`)."""
+
+    @property
+    def embedding_dim(self) -> int:
+        """Size of the stored vectors."""
+
+    def layout(self, filter: Any) -> StoreLayout:
+        """The document order of the chunks matching ``filter`` (``None``: all), for one search."""
+
+    def candidates(self, vector: np.ndarray, k: int, filter: Any) -> StoreCandidates:
+        """The ``k`` matching chunks the store ranks nearest ``vector`` (fewer if fewer match)."""
+
+
+@dataclass
+class StoreStats:
+    """Counters of a :class:`StoreSearcher` (summed over its searches)."""
+
+    steps: int = 0
+    """Picks made."""
+    candidates: int = 0
+    """Candidates re-scored, over all steps."""
+    exact_checked: int = 0
+    """Steps whose exact arg-max was computed (``check_exact=True``)."""
+    exact_in_candidates: int = 0
+    """Of those, steps whose exact arg-max was among the store's candidates (then the pick is it)."""
+
+    @property
+    def exact_rate(self) -> float | None:
+        """Share of checked steps whose candidates held the exact arg-max (``None``: none checked)."""
+        return self.exact_in_candidates / self.exact_checked if self.exact_checked else None
+
+
+def admits(filter: Any) -> Callable[[Chunk], bool]:
+    """Our own test of a candidate against ``filter``: a ``{"key": value or [values]}`` mapping
+    is checked on the chunk's metadata as the in-memory index checks it; a store's own filter
+    object (a Qdrant ``Filter``, LlamaIndex ``MetadataFilters``) is the store's to apply, and a
+    source re-checks what it can itself (a LangChain callable)."""
+    if isinstance(filter, Mapping):
+        test = mapping_filter(filter)
+        return lambda chunk: test(chunk.metadata)
+    return lambda chunk: True
+
+
+@dataclass(frozen=True)
+class _Scored:
+    """A step's candidates that are neither picked nor outside the filter, scored."""
+
+    chunks: list[Chunk]
+    """The candidates kept."""
+    ranks: np.ndarray
+    """Their document-order ranks."""
+    q: torch.Tensor
+    """Their Q-values."""
+    positions: np.ndarray
+    """Their positions."""
+    outside: int
+    """Unpicked candidates the store returned that the filter check refused."""
+
+
+class _StoreSet:
+    """One question's view of the store: the :class:`~qrag_integrations.core.search.CandidateSet` the
+    search loop drives."""
+
+    def __init__(self, owner: StoreSearcher, filter: Any, layout: StoreLayout) -> None:
+        self.owner, self.filter, self.layout = owner, filter, layout
+        self.n = layout.n
+        self._admits = admits(filter)
+        self._picked: dict[int, Chunk] = {}
+
+    def chunk(self, rank: int) -> Chunk:
+        return self._picked[rank]
+
+    def _scored(self, state: torch.Tensor, want: int, picked: list[int]) -> _Scored:
+        """Candidates among the store's ``want`` nearest that are unpicked and pass the filter
+        check, with ranks, Q-values, positions."""
+        owner = self.owner
+        got = owner.source.candidates(state.detach().float().cpu().numpy(), want, self.filter)
+        if got.vectors.ndim != 2 or (len(got.chunks) and got.vectors.shape[1] != owner.model.embedding_dim):
+            raise IndexMismatchError(
+                f"the store returned vectors of shape {got.vectors.shape}, the model makes {owner.model.embedding_dim}"
+            )
+        taken = {self._picked[r].id for r in picked}
+        unpicked = [i for i, c in enumerate(got.chunks) if c.id not in taken]
+        keep = [i for i in unpicked if self._admits(got.chunks[i])]
+        chunks = [got.chunks[i] for i in keep]
+        ranks = self.layout.ranks(got.keys[keep].reshape(-1, 2))
+        vectors = torch.from_numpy(np.ascontiguousarray(got.vectors[keep], dtype=np.float32)).to(owner.model.device)
+        q, positions = score_at_positions(owner.model, state, vectors, ranks, self.n, picked)
+        return _Scored(chunks, ranks, q.cpu(), positions, len(unpicked) - len(keep))
+
+    def best(self, searcher: MultiStepSearcher, state: torch.Tensor, picked: list[int]) -> tuple[int, float, int] | None:
+        owner = self.owner
+        want = min(self.n, owner.candidates_per_step + len(picked))
+        found = self._scored(state, want, picked)
+        if not found.chunks and found.outside and want < self.n:  # all refused: look at every match
+            found = self._scored(state, self.n, picked)
+        if not found.chunks:
+            if found.outside:
+                return None  # the store matches more, but nothing inside the filter is left
+            raise QRAGError("the store returned no unpicked candidate (was it changed during the search?)")
+        chunks, ranks, q, positions = found.chunks, found.ranks, found.q, found.positions
+        i = _arg_max(q, ranks)
+        rank = int(ranks[i])
+        exact_found = None
+        if owner.check_exact:
+            every = self._scored(state, self.n, picked)
+            exact_found = every.chunks[_arg_max(every.q, every.ranks)].id in {c.id for c in chunks}
+        owner._count(len(chunks), exact_found)
+        self._picked[rank] = chunks[i]
+        return rank, float(q[i]), int(positions[i])
+
+
+def _arg_max(q: torch.Tensor, ranks: np.ndarray) -> int:
+    """Index of the highest Q-value; among equal ones the lowest rank, as the exact scan picks."""
+    top = float(q.max())
+    tied = np.flatnonzero(q.numpy() == top)
+    return int(tied[np.argmin(ranks[tied])])
+
+
+class StoreSearcher:
+    """Q-RAG's greedy multi-step search over a :class:`CandidateSource`."""
+
+    def __init__(
+        self, model: QRAGModel, source: CandidateSource, candidates_per_step: int = 64, check_exact: bool = False
+    ) -> None:
+        """Search ``source`` with ``model``.
+
+        Args:
+            model: the Q-RAG model whose chunk encoder wrote the store.
+            source: the store.
+            candidates_per_step: chunks asked from the store per step and re-scored exactly.
+            check_exact: also score every matching chunk each step, to count in :attr:`stats`
+                how often the exact arg-max was among the candidates (costly: for evaluation).
+        """
+        if candidates_per_step < 1:
+            raise QRAGError(f"candidates_per_step must be >= 1, got {candidates_per_step}")
+        if source.embedding_dim != model.embedding_dim:
+            raise IndexMismatchError(
+                f"the store holds {source.embedding_dim}-dimensional vectors, the model makes {model.embedding_dim}"
+            )
+        self.model, self.source = model, source
+        self.candidates_per_step, self.check_exact = candidates_per_step, check_exact
+        self.stats = StoreStats()
+        self._lock = threading.Lock()
+        self._searcher = MultiStepSearcher(model, ChunkIndex(model.embedding_dim))
+
+    def search(
+        self, queries: Sequence[str], k: int, stop_threshold: float | None = None, filter: Any = None
+    ) -> list[list[Hit]]:
+        """Search several questions (same arguments and results as
+        :meth:`MultiStepSearcher.search <qrag_integrations.core.search.MultiStepSearcher.search>`).
+
+        ``filter`` is passed to the source: a ``{"key": value or [values]}`` mapping (every
+        candidate is checked against it again, see :func:`admits`), or the store's own filter
+        object. The store must not change during a search.
+        """
+        layout = self.source.layout(filter)  # one filter for all questions: one layout
+        sets = [_StoreSet(self, filter, layout) for _ in queries]
+        return self._searcher.search_sets(queries, sets, k, stop_threshold)
+
+    def _count(self, candidates: int, exact_found: bool | None) -> None:
+        with self._lock:
+            self.stats.steps += 1
+            self.stats.candidates += candidates
+            if exact_found is not None:
+                self.stats.exact_checked += 1
+                self.stats.exact_in_candidates += int(exact_found)
