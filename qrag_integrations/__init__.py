@@ -4,6 +4,7 @@ The core (config, model, checkpoint, index, search) imports no framework; ``QRAG
 LangChain / LlamaIndex face, is imported on first access.
 """
 
+import warnings
 from typing import TYPE_CHECKING, Any
 
 from qrag_integrations._version import __version__
@@ -40,8 +41,14 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    if name == "QRAGRetriever":  # imports LangChain and LlamaIndex: only when asked for
+    if name in ("QRAGRetriever", "QRAGStoreRetriever"):  # imports LangChain and LlamaIndex: only when asked for
         from qrag_integrations.frameworks.retriever import QRAGRetriever
 
+        if name == "QRAGStoreRetriever":
+            warnings.warn(
+                "QRAGStoreRetriever is QRAGRetriever now: use QRAGRetriever.from_store(...) / .from_qdrant(...)",
+                DeprecationWarning,
+                stacklevel=2,
+            )
         return QRAGRetriever
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

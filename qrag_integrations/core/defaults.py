@@ -8,14 +8,16 @@ from qrag_integrations.core.config import PACKAGED_MINILM, PACKAGED_PREFIX
 from qrag_integrations.core.errors import CheckpointError
 from qrag_integrations.core.options import suggestion
 
+#: The package's shipped files (``qrag_integrations/assets``).
+ASSETS = Path(__file__).resolve().parents[1] / "assets"
 #: Folder of the demo checkpoint shipped inside the package (MiniLM, top 2 layers trained on
 #: BabiLong-style qa1-qa5 at ~4K tokens with the next-hop warm start; see its model card and
 #: ``benchmarks/export_babi_checkpoint.py``).
-DEMO_CHECKPOINT = Path(__file__).parent / "assets" / "demo_checkpoint"
+DEMO_CHECKPOINT = ASSETS / "demo_checkpoint"
 
 #: Folder of the HotpotQA checkpoint shipped inside the package (``preset=hotpotqa_gpu``: next-hop
 #: warm start of MiniLM's top 2 layers; see its model card).
-HOTPOTQA_CHECKPOINT = Path(__file__).parent / "assets" / "hotpotqa_checkpoint"
+HOTPOTQA_CHECKPOINT = ASSETS / "hotpotqa_checkpoint"
 
 #: Names that ``checkpoint=`` accepts for the checkpoints shipped in the package.
 PACKAGED_CHECKPOINTS: dict[str, Path] = {

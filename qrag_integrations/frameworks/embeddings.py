@@ -19,9 +19,9 @@ from langchain_core.embeddings import Embeddings
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from pydantic import PrivateAttr
 
-from qrag_integrations.core.loading import load_model
 from qrag_integrations.core.defaults import default_checkpoint
 from qrag_integrations.core.errors import QRAGError
+from qrag_integrations.core.loading import load_model
 from qrag_integrations.core.model import QRAGModel
 from qrag_integrations.core.options import check_options
 from qrag_integrations.stores.rows import model_fingerprint

@@ -2,7 +2,9 @@
 
 A thin layer over the framework-free core (:mod:`~qrag_integrations.core.model`,
 :mod:`~qrag_integrations.core.index`, :mod:`~qrag_integrations.core.search`): this module holds the
-settings, the constructors, the corpus and the one :meth:`QRAGRetriever.search`; what each
+settings, the constructors and the one :meth:`QRAGRetriever.search`; the chunks live in a
+:class:`~qrag_integrations.core.corpus.Corpus` (an in-memory index, or a vector store searched in
+place: :class:`~qrag_integrations.stores.corpus.StoreCorpus`); what each
 framework calls is in :mod:`~qrag_integrations.frameworks.retriever_bases`, conversion between framework objects and
 chunks in :mod:`~qrag_integrations.frameworks.conversion`, save / load in
 :mod:`~qrag_integrations.core.persistence`.
@@ -21,27 +23,29 @@ from llama_index.core.schema import BaseNode
 from pydantic import ConfigDict, Field, PrivateAttr, ValidationError
 
 from qrag_integrations.core import validation
-from qrag_integrations.core.loading import load_model
-from qrag_integrations.frameworks.conversion import (
-    chunk_to_langchain,
-    documents_to_chunks,
-    llama_index_nodes,
-    vector_store_documents,
-)
+from qrag_integrations.core.corpus import Corpus, IndexCorpus
 from qrag_integrations.core.defaults import default_checkpoint
 from qrag_integrations.core.errors import IndexMismatchError, QRAGError, UnknownOptionError
-from qrag_integrations.frameworks.retriever_bases import LangChainFace, LlamaIndexFace
 from qrag_integrations.core.index import INDEX_DTYPES, ChunkIndex, MetadataFilter
+from qrag_integrations.core.loading import load_model
 from qrag_integrations.core.model import QRAGModel
 from qrag_integrations.core.options import check_options
 from qrag_integrations.core.persistence import SETTINGS_FILE, read_retriever, save_retriever
-from qrag_integrations.core.search import Hit, MultiStepSearcher, SearchSettings
+from qrag_integrations.core.search import Hit, SearchSettings
+from qrag_integrations.frameworks.constructors import RetrieverConstructors
+from qrag_integrations.frameworks.conversion import (
+    chunk_to_langchain,
+    documents_to_chunks,
+)
+from qrag_integrations.frameworks.retriever_bases import LangChainFace, LlamaIndexFace
+from qrag_integrations.stores.corpus import StoreCorpus, open_store
+from qrag_integrations.stores.search import StoreStats
 
 #: Fields of the LangChain / LlamaIndex base classes that a save does not keep.
 _NOT_SAVED = frozenset({"callback_manager", "object_map", "callbacks", "tags", "metadata"})
 
 
-class QRAGRetriever(LangChainFace, LlamaIndexFace):
+class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
     """Q-RAG learned multi-step retriever for LangChain *and* LlamaIndex.
 
     Each of up to ``k`` steps encodes the question plus the chunks found so far and picks the
@@ -95,6 +99,12 @@ class QRAGRetriever(LangChainFace, LlamaIndexFace):
     """Show a progress bar while embedding chunks."""
     faiss_candidates: int | None = None
     """Approximate mode for very large indexes: FAISS pre-selects this many candidates per step."""
+    candidates_per_step: int = Field(default=64, ge=1)
+    """Store-backed only (:meth:`from_store`): chunks asked from the store per step and re-scored
+    exactly (the search is exact whenever they hold the exact arg-max)."""
+    check_exact: bool = False
+    """Store-backed only: also score every matching chunk each step to count in :attr:`stats` how
+    often the exact arg-max was among the candidates (costly: for evaluation)."""
 
     # LlamaIndex's BaseRetriever.__init__ (its public constructor, called below) sets these;
     # pydantic needs them declared.
@@ -103,16 +113,20 @@ class QRAGRetriever(LangChainFace, LlamaIndexFace):
     _verbose: bool = PrivateAttr(default=False)
 
     #: Keyword arguments of ``__init__`` that a ``from_*`` constructor passes on beside the fields.
-    _init_keywords: ClassVar[frozenset[str]] = frozenset({"model", "index", "callback_manager"})
+    _init_keywords: ClassVar[frozenset[str]] = frozenset(
+        {"model", "index", "callback_manager", "store", "collection_name", "rank_by"}
+    )
+    #: Fields that only a store-backed retriever uses (refused, and not saved, without a store).
+    _STORE_FIELDS: ClassVar[frozenset[str]] = frozenset({"candidates_per_step", "check_exact"})
 
     _model: QRAGModel = PrivateAttr()
-    _index: ChunkIndex = PrivateAttr()
-    _searcher: MultiStepSearcher = PrivateAttr()
+    _corpus: Corpus = PrivateAttr()
 
     def __init__(
         self, *, texts: Sequence[str] | None = None, metadatas: Sequence[dict[str, Any]] | None = None,
         ids: Sequence[str] | None = None, model: QRAGModel | None = None, index: ChunkIndex | None = None,
-        callback_manager: Any = None, **data: Any,
+        callback_manager: Any = None, store: Any = None, collection_name: str | None = None,
+        rank_by: str = "auto", **data: Any,
     ) -> None:
         """Build a retriever; prefer the ``from_*`` constructors.
 
@@ -123,9 +137,21 @@ class QRAGRetriever(LangChainFace, LlamaIndexFace):
             model: an already loaded model (else loaded from ``checkpoint``).
             index: an existing index built with this model.
             callback_manager: LlamaIndex callback manager.
+            store: search this vector store in place instead of an in-memory index (see
+                :func:`~qrag_integrations.stores.corpus.open_store` for the kinds).
+            collection_name: the Qdrant collection when ``store`` is a ``QdrantClient``.
+            rank_by: Qdrant only: see :class:`~qrag_integrations.stores.qdrant.QdrantSource`.
             **data: the fields (``k``, ``checkpoint``, ``device``, ...); no other name.
         """
         check_options(data, type(self).model_fields, f"{type(self).__name__}()")
+        if store is None:
+            store_only = sorted(self._STORE_FIELDS & set(data))
+            if collection_name is not None or rank_by != "auto":
+                store_only += ["collection_name" if collection_name is not None else "rank_by"]
+            if store_only:
+                raise QRAGError(f"{store_only[0]} applies to a store-backed retriever: use from_store(store, ...)")
+        elif index is not None or texts is not None:
+            raise QRAGError("a store-backed retriever takes no index= or texts=: add_texts() writes to the store")
         if "k" in data:
             validation.check_k(data["k"])  # before pydantic, which would coerce "3", True or 2.0 to an int
         super().__init__(**data)
@@ -137,105 +163,19 @@ class QRAGRetriever(LangChainFace, LlamaIndexFace):
                 self.checkpoint = default_checkpoint()
             model = load_model(self.checkpoint, device=self.device)
         self._model = model.eval()
+        if store is not None:
+            source = open_store(store, model, collection_name, rank_by)
+            self._corpus = StoreCorpus(model, source, self.candidates_per_step, self.check_exact)
+            return
         if index is None:
             index = ChunkIndex(model.embedding_dim, dtype=INDEX_DTYPES[self.index_dtype], device=self.device)
         elif index.embedding_dim != model.embedding_dim:
             raise IndexMismatchError(
                 f"index embedding size {index.embedding_dim} != model embedding size {model.embedding_dim}"
             )
-        self._index = index
-        self._searcher = MultiStepSearcher(model, index, SearchSettings(faiss_candidates=self.faiss_candidates))
+        self._corpus = IndexCorpus(model, index, SearchSettings(faiss_candidates=self.faiss_candidates))
         if texts is not None:
             self.add_texts(texts, metadatas=metadatas, ids=ids)
-
-    # -- constructors -------------------------------------------------------------------------
-    @classmethod
-    def from_texts(
-        cls, texts: Sequence[str], metadatas: Sequence[dict[str, Any]] | None = None, ids: Sequence[str] | None = None,
-        checkpoint: str | None = None, k: int = 4, **kwargs: Any,
-    ) -> QRAGRetriever:
-        """Index raw texts, each one chunk of one shared document in the given order.
-
-        Args:
-            texts: chunk texts (their order is the document order positions use).
-            metadatas: metadata per text.
-            ids: ids per text (default random).
-            checkpoint: checkpoint folder or HF encoder name; default: the packaged model.
-            k: default number of steps.
-            **kwargs: other fields (``device``, ``stop_threshold``, ...); no other name.
-        """
-        cls._refuse_unknown(kwargs, "from_texts", "metadatas", "ids")
-        retriever = cls(checkpoint=checkpoint, k=k, **kwargs)
-        retriever.add_texts(texts, metadatas=metadatas, ids=ids)
-        return retriever
-
-    @classmethod
-    def from_documents(
-        cls, documents: Sequence[Any], checkpoint: str | None = None, k: int = 4, text_splitter: Any = None, **kwargs: Any
-    ) -> QRAGRetriever:
-        """Index LangChain ``Document``\\ s or LlamaIndex ``Document``/nodes.
-
-        Args:
-            documents: LangChain Documents or LlamaIndex Documents / nodes.
-            checkpoint: checkpoint folder or HF encoder name; default: the packaged model.
-            k: default number of steps.
-            text_splitter: optional LangChain ``TextSplitter`` or LlamaIndex ``NodeParser``;
-                each document's pieces keep their order inside that document.
-            **kwargs: other fields.
-        """
-        cls._refuse_unknown(kwargs, "from_documents", "text_splitter")
-        retriever = cls(checkpoint=checkpoint, k=k, **kwargs)
-        retriever.add_documents(documents, text_splitter=text_splitter)
-        return retriever
-
-    @classmethod
-    def from_nodes(
-        cls, nodes: Sequence[BaseNode], checkpoint: str | None = None, k: int = 4, **kwargs: Any
-    ) -> QRAGRetriever:
-        """Index LlamaIndex nodes (ids, metadata and source document are kept)."""
-        cls._refuse_unknown(kwargs, "from_nodes", "text_splitter")
-        return cls.from_documents(list(nodes), checkpoint=checkpoint, k=k, **kwargs)
-
-    @classmethod
-    def from_llama_index(
-        cls, index: Any, checkpoint: str | None = None, k: int = 4, **kwargs: Any
-    ) -> QRAGRetriever:
-        """Re-index the nodes of an existing LlamaIndex index (e.g. a ``VectorStoreIndex``).
-
-        The nodes come from its docstore; chunk embeddings are recomputed with the Q-RAG chunk
-        encoder (the vector store's own embeddings belong to another model).
-        """
-        cls._refuse_unknown(kwargs, "from_llama_index", "text_splitter")
-        return cls.from_nodes(llama_index_nodes(index), checkpoint=checkpoint, k=k, **kwargs)
-
-    @classmethod
-    def from_vector_store(
-        cls, vector_store: Any, ids: Sequence[str] | None = None, checkpoint: str | None = None, k: int = 4, **kwargs: Any
-    ) -> QRAGRetriever:
-        """Re-index the documents of a LangChain vector store.
-
-        Args:
-            vector_store: a LangChain ``VectorStore``; with ``ids``, read through
-                ``get_by_ids``; without, the store must expose its documents (``InMemoryVectorStore``).
-            ids: which documents to take.
-            checkpoint: checkpoint folder or HF encoder name.
-            k: default number of steps.
-            **kwargs: other fields.
-        """
-        cls._refuse_unknown(kwargs, "from_vector_store", "ids")
-        docs = vector_store_documents(vector_store, ids)
-        retriever = cls(checkpoint=checkpoint, k=k, **kwargs)
-        retriever.add_documents(docs, as_chunks=True)
-        return retriever
-
-    @classmethod
-    def from_store(cls, store: Any, checkpoint: str | None = None, k: int = 4, **kwargs: Any) -> QRAGRetriever:
-        """Search a vector store in place, nothing copied (stores, ``collection_name``,
-        ``candidates_per_step``: :class:`~qrag_integrations.frameworks.store_retriever.QRAGStoreRetriever`)."""
-        from qrag_integrations.frameworks.store_retriever import QRAGStoreRetriever
-
-        QRAGStoreRetriever._refuse_unknown(kwargs, "from_store")
-        return QRAGStoreRetriever(store=store, checkpoint=checkpoint, k=k, **kwargs)
 
     @classmethod
     def _refuse_unknown(cls, options: Iterable[str], method: str, *also: str) -> None:
@@ -250,12 +190,39 @@ class QRAGRetriever(LangChainFace, LlamaIndexFace):
         return self._model
 
     @property
+    def corpus(self) -> Corpus:
+        """Where the chunks live: an in-memory index or a vector store."""
+        return self._corpus
+
+    @property
+    def is_store_backed(self) -> bool:
+        """Whether the chunks live in a vector store (:meth:`from_store`)."""
+        return isinstance(self._corpus, StoreCorpus)
+
+    @property
     def index(self) -> ChunkIndex:
-        """The chunk index."""
-        return self._index
+        """The in-memory chunk index (a store-backed retriever has none: its chunks are in
+        :attr:`source`)."""
+        if not isinstance(self._corpus, IndexCorpus):
+            raise QRAGError("a store-backed retriever has no in-memory index; its chunks are in .source")
+        return self._corpus.index
+
+    @property
+    def source(self) -> Any:
+        """The store-backed search source (store-backed retrievers only)."""
+        if not isinstance(self._corpus, StoreCorpus):
+            raise QRAGError("an in-memory retriever has no store source; its chunks are in .index")
+        return self._corpus.source
+
+    @property
+    def stats(self) -> StoreStats:
+        """Store-backed only: counters of the searches so far (steps, candidates, exact arg-max found)."""
+        if not isinstance(self._corpus, StoreCorpus):
+            raise QRAGError("stats count store-backed searches; this retriever searches an in-memory index")
+        return self._corpus.stats
 
     def __len__(self) -> int:
-        return len(self._index)
+        return len(self._corpus)
 
     def add_texts(
         self, texts: Sequence[str], metadatas: Sequence[dict[str, Any]] | None = None,
@@ -303,13 +270,11 @@ class QRAGRetriever(LangChainFace, LlamaIndexFace):
         check_options(kwargs, ("ids",), f"{type(self).__name__}.delete")
         if ids is None:
             raise QRAGError("delete needs ids=[...]")
-        if isinstance(ids, str):
-            ids = [ids]
-        return self._index.delete(validation.as_ids(ids)) > 0
+        return self._corpus.delete([ids] if isinstance(ids, str) else ids) > 0
 
     def get_by_ids(self, ids: Sequence[str]) -> list[LCDocument]:
         """Documents of the given chunk ids (unknown ids skipped)."""
-        return [chunk_to_langchain(c) for c in self._index.get(ids)]
+        return [chunk_to_langchain(c) for c in self._corpus.get(ids)]
 
     def _add(
         self,
@@ -318,13 +283,7 @@ class QRAGRetriever(LangChainFace, LlamaIndexFace):
         ids: Sequence[str] | None,
         doc_ids: list[str],
     ) -> list[str]:
-        for i, text in enumerate(texts):
-            validation.check_unicode(text, f"text {i}")
-        ids = None if ids is None else validation.check_chunk_ids(ids)
-        self._index.check_new(len(texts), metas, ids)  # fail before the costly embedding
-        emb = self._model.embed_chunks(texts, batch_size=self.batch_size, show_progress=self.show_progress)
-        # orders=None: each chunk goes after the chunks its document already has in the index
-        return self._index.add(texts, emb, metadatas=metas, ids=ids, doc_ids=doc_ids)
+        return self._corpus.add(texts, metas, ids, doc_ids, self.batch_size, self.show_progress)
 
     # -- searching ------------------------------------------------------------------------------
     def search(
@@ -354,7 +313,7 @@ class QRAGRetriever(LangChainFace, LlamaIndexFace):
         return self._run_search(list(queries), k, stop_threshold, self.filter if filter is None else filter)
 
     def _run_search(self, queries: list[str], k: int, stop_threshold: float | None, filter: Any) -> list[list[Hit]]:
-        return self._searcher.search(queries, k=k, stop_threshold=stop_threshold, filter=filter)
+        return self._corpus.search(queries, k, stop_threshold, filter)
 
     def get_prompts(self) -> dict[str, Any]:  # type: ignore[override]
         """LlamaIndex's (empty) prompt dict: both frameworks define ``get_prompts``."""
@@ -375,10 +334,13 @@ class QRAGRetriever(LangChainFace, LlamaIndexFace):
 
         Raises:
             QRAGError: ``path`` is a file or a folder that is not a saved retriever (naming what
-                is there) and ``overwrite`` is false; or a setting or chunk metadata is not JSON.
+                is there) and ``overwrite`` is false; or a setting or chunk metadata is not JSON;
+                or the retriever is store-backed (persist the store instead).
         """
-        settings = self.model_dump(exclude=set(_NOT_SAVED))
-        save_retriever(path, settings, self._model, self._index, overwrite=overwrite)
+        if not isinstance(self._corpus, IndexCorpus):
+            raise QRAGError("a store-backed retriever keeps its chunks in the store: persist the store, then from_store() again")
+        settings = self.model_dump(exclude=set(_NOT_SAVED) | self._STORE_FIELDS)
+        save_retriever(path, settings, self._model, self._corpus.index, overwrite=overwrite)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], device: str | None = None) -> QRAGRetriever:

@@ -29,3 +29,16 @@ def test_core_and_trainer_import_no_framework_and_the_retriever_is_lazy() -> Non
     assert seen["core"] == [] and not seen["qdrant"]  # qrag-embed imports qdrant_client only for a Qdrant option
     assert {"langchain_core", "llama_index"} <= set(seen["retriever"])
     assert seen["name"] == "QRAGRetriever"
+
+
+def test_public_names_are_pinned() -> None:
+    """``__all__`` is the public API the README uses; changing it is a decision, not a side effect."""
+    import qrag_integrations
+
+    assert qrag_integrations.__all__ == [
+        "CheckpointError", "ChunkIndex", "Hit", "IndexMismatchError", "MultiStepSearcher", "PositionMode",
+        "QRAGConfig", "QRAGError", "QRAGModel", "QRAGRetriever", "SearchSettings", "StateOrder",
+        "__version__", "import_reference_checkpoint", "load_model", "save_pretrained",
+    ]
+    for name in qrag_integrations.__all__:
+        assert getattr(qrag_integrations, name) is not None

@@ -7,6 +7,7 @@ from collections import Counter
 import pytest
 from qrag_training.data.episode import Episode
 from qrag_training.data.mixture import interleave, mixture_dataset, shares
+from qrag_training.data.registry import load_dataset
 from qrag_training.evaluate import compose_config
 from qrag_training.settings import load_episodes, run_config_from
 
@@ -61,7 +62,7 @@ def test_unknown_parts_are_refused_naming_the_valid_ones() -> None:
     with pytest.raises(ValueError, match="at least one part"):
         mixture_dataset([], n=4, loaders={"gen": _fake("gen")})
     with pytest.raises(ValueError, match="unknown data set 'mixture'"):
-        mixture_dataset([{"name": "mixture"}], n=4)
+        load_dataset("mixture", parts=[{"name": "mixture"}], n=4)
 
 
 def test_real_generators_mix_through_the_registry() -> None:
@@ -83,7 +84,7 @@ def test_real_generators_mix_through_the_registry() -> None:
             "seed": 0,
         },
     ]
-    episodes = mixture_dataset(parts, n=6, seed=1)
+    episodes = load_dataset("mixture", parts=parts, n=6, seed=1)
     assert len(episodes) == 6
     assert Counter(e.id.split("-")[0] for e in episodes) == {"babilong": 3, "ruler": 3}
     for e in episodes:

@@ -323,13 +323,13 @@ QUESTIONS = list(BABI_QUESTIONS[:3])
 def test_batch_equals_invokes_in_one_search(retriever, monkeypatch):
     single = [retriever.invoke(q) for q in QUESTIONS]
     calls: list[list[str]] = []
-    real = retriever._searcher.search
+    real = retriever.corpus.searcher.search
 
     def spy(queries, *args: Any, **kwargs: Any):
         calls.append(list(queries))
         return real(queries, *args, **kwargs)
 
-    monkeypatch.setattr(retriever._searcher, "search", spy)
+    monkeypatch.setattr(retriever.corpus.searcher, "search", spy)
     batched = retriever.batch(QUESTIONS)
     assert calls == [QUESTIONS]
     assert len(batched) == 3

@@ -29,10 +29,21 @@ def _modules() -> dict[str, Path]:
 
 
 def _imports(module: str, path: Path, known: set[str]) -> set[str]:
-    """The package modules ``module`` imports, at any depth of its code (function-level too)."""
+    """The package modules ``module`` imports at run time, at any depth of its code (function-level
+    too; imports for type checkers only, under ``if TYPE_CHECKING:``, are not run and not counted)."""
     out = set()
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    typing_only = {
+        id(inner)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
+        for stmt in node.body
+        for inner in ast.walk(stmt)
+    }
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
         if isinstance(node, ast.Import):
             out |= {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom):

@@ -17,7 +17,7 @@ from qrag_integrations.frameworks.embeddings import QRAGEmbeddings
 from qrag_integrations.core.errors import IndexMismatchError, QRAGError
 from qrag_integrations.core.model import QRAGModel
 from qrag_integrations.frameworks.retriever import QRAGRetriever
-from qrag_integrations.frameworks.store_retriever import QRAGStoreRetriever
+
 
 TEXTS = ["mary went to the kitchen", "john picked up the apple", "sandra moved to the garden",
          "daniel dropped the milk there", "mary travelled to the office", "john gave the apple to mary"]
@@ -55,7 +55,7 @@ def docs(result: list[Document]) -> list[tuple]:
 def test_store_retriever_answers_as_the_in_memory_one(model: QRAGModel, kind: str) -> None:
     memory = filled(QRAGRetriever(model=model, k=4))
     store = filled(QRAGRetriever.from_store(model=model, k=4, candidates_per_step=len(TEXTS) + 3, **store_of(kind, model)))
-    assert isinstance(store, QRAGStoreRetriever) and len(store) == len(memory) == 9
+    assert store.is_store_backed and not memory.is_store_backed and len(store) == len(memory) == 9
     assert docs(store.invoke(QUESTION)) == docs(memory.invoke(QUESTION))
     assert docs(store.invoke(QUESTION, k=2, filter={"room": ["garden", "bedroom"]})) == docs(
         memory.invoke(QUESTION, k=2, filter={"room": ["garden", "bedroom"]}))
@@ -82,8 +82,30 @@ def test_store_retriever_refuses_index_and_save(model: QRAGModel, tmp_path: Path
         QRAGRetriever.from_store(model=model, store=QdrantClient(":memory:"))
 
 
+def test_store_only_options_are_refused_without_a_store(model: QRAGModel) -> None:
+    """One retriever class: options that only a store-backed search uses name the fix."""
+    for option in ({"candidates_per_step": 8}, {"check_exact": True}, {"collection_name": "x"}, {"rank_by": "count"}):
+        with pytest.raises(QRAGError, match="applies to a store-backed retriever"):
+            QRAGRetriever(model=model, **option)
+    memory = QRAGRetriever(model=model)
+    with pytest.raises(QRAGError, match="no store source"):
+        _ = memory.source
+    with pytest.raises(QRAGError, match="in-memory index"):
+        _ = memory.stats
+    with pytest.raises(QRAGError, match="takes no index= or texts="):
+        QRAGRetriever(model=model, store=SimpleVectorStore(), texts=["a"])
+
+
+def test_the_old_store_retriever_name_is_a_deprecated_alias() -> None:
+    import qrag_integrations
+
+    with pytest.warns(DeprecationWarning, match="from_store"):
+        alias = qrag_integrations.QRAGStoreRetriever
+    assert alias is QRAGRetriever
+
+
 def test_from_qdrant_checks_exact_picks(model: QRAGModel, tmp_path: Path) -> None:
-    retriever = filled(QRAGStoreRetriever.from_qdrant("facts", path=str(tmp_path / "q"), model=model, k=3,
+    retriever = filled(QRAGRetriever.from_qdrant("facts", path=str(tmp_path / "q"), model=model, k=3,
                                                       candidates_per_step=2, check_exact=True))
     retriever.invoke(QUESTION)
     stats = retriever.stats
@@ -121,11 +143,11 @@ def test_from_qdrant_on_a_folder_held_by_another_client_names_it(model: QRAGMode
     holder = QdrantClient(path=folder)  # local mode allows one client per folder
     try:
         with pytest.raises(QRAGError, match=f"^Qdrant at {re.escape(folder)}: "):
-            QRAGStoreRetriever.from_qdrant("facts", path=folder, model=model)
+            QRAGRetriever.from_qdrant("facts", path=folder, model=model)
     finally:
         holder.close()
 
 
 def test_from_qdrant_refuses_url_and_path_together(model: QRAGModel, tmp_path: Path) -> None:
     with pytest.raises(QRAGError, match="not both"):
-        QRAGStoreRetriever.from_qdrant("facts", url="http://localhost:6333", path=str(tmp_path / "q"), model=model)
+        QRAGRetriever.from_qdrant("facts", url="http://localhost:6333", path=str(tmp_path / "q"), model=model)

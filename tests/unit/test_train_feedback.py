@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 from qrag_training.data.episode import Episode
-from qrag_training.feedback import Feedback, GroundTruthFeedback, build_feedback
+from qrag_training.feedback import Feedback, GroundTruthFeedback
+from qrag_training.feedback_kinds import build_feedback
 
 
 def episode(support=(2, 5)):

@@ -28,7 +28,7 @@ from qrag_integrations.frameworks.embeddings import QRAGEmbeddings, QRAGLlamaEmb
 from qrag_integrations.core.errors import UnknownOptionError
 from qrag_integrations.core.options import check_options
 from qrag_integrations.llm.factory import build_reader
-from qrag_integrations.frameworks.store_retriever import QRAGStoreRetriever
+
 
 QUESTION = BABI_QUESTIONS[0]
 
@@ -55,7 +55,7 @@ def entry_points(r: QRAGRetriever, ckpt: str) -> dict[str, tuple[Callable[..., A
             InMemoryVectorStore(QRAGEmbeddings(model)), ids=[], model=model, **kw), "batchsize", "batch_size"),
         "from_store": (lambda **kw: QRAGRetriever.from_store(SimpleVectorStore(), model=model, **kw),
                        "candidates_per_stp", "candidates_per_step"),
-        "from_qdrant": (lambda **kw: QRAGStoreRetriever.from_qdrant("facts", model=model, **kw), "rank", "rank_by"),
+        "from_qdrant": (lambda **kw: QRAGRetriever.from_qdrant("facts", model=model, **kw), "rank", "rank_by"),
         "invoke": (lambda **kw: r.invoke(QUESTION, **kw), "filters", "filter"),
         "ainvoke": (lambda **kw: asyncio.run(r.ainvoke(QUESTION, **kw)), "kk", "k"),
         "batch": (lambda **kw: r.batch([QUESTION, BABI_QUESTIONS[1]], **kw), "stop_treshold", "stop_threshold"),

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from qrag_training.data.episode import Episode
 
@@ -135,20 +135,3 @@ class GroundTruthFeedback:
     def terminal(self, episode: Episode, picked: Sequence[int]) -> bool:
         """See :meth:`Feedback.terminal`: solved once every supporting fact is picked."""
         return self.completed(episode, picked)
-
-
-#: ``feedback.kind`` values.
-FEEDBACK_KINDS = ("ground_truth", "llm")
-
-
-def build_feedback(kind: str, **kwargs: Any) -> Feedback:
-    """A feedback by config name: ``ground_truth`` (kwargs go to :class:`GroundTruthFeedback`) or
-    ``llm`` (kwargs go to :meth:`LLMAnswerFeedback.from_spec
-    <qrag_training.llm_feedback.LLMAnswerFeedback.from_spec>`, which builds the reader)."""
-    if kind == "ground_truth":
-        return GroundTruthFeedback(**kwargs)
-    if kind == "llm":
-        from qrag_training.llm_feedback import LLMAnswerFeedback
-
-        return LLMAnswerFeedback.from_spec(**kwargs)
-    raise ValueError(f"unknown feedback kind {kind!r}; known: {', '.join(FEEDBACK_KINDS)}")

@@ -20,7 +20,8 @@ from qrag_training.data.episode import Episode
 from qrag_training.data.registry import load_dataset
 from qrag_training.data.splits import split_of
 from qrag_training.env import EnvSettings
-from qrag_training.feedback import Feedback, build_feedback
+from qrag_training.feedback import Feedback
+from qrag_training.feedback_kinds import build_feedback
 from qrag_training.next_hop import NextHopConfig
 from qrag_training.pqn import PQNConfig
 

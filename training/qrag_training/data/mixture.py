@@ -56,7 +56,8 @@ def mixture_dataset(
     parts: Sequence[Mapping[str, Any]],
     n: int,
     seed: int = 0,
-    loaders: Mapping[str, Callable[..., list[Episode]]] | None = None,
+    *,
+    loaders: Mapping[str, Callable[..., list[Episode]]],
 ) -> list[Episode]:
     """Episodes from several data sets, shared out by weight and interleaved.
 
@@ -68,7 +69,7 @@ def mixture_dataset(
             every generated part new episodes.
         n: Episodes in all.
         seed: Mixture seed, added to every generated part's seed.
-        loaders: Loader per name; default the registry's.
+        loaders: Loader per name (the registry passes its own: ``load_dataset("mixture", ...)``).
 
     Returns:
         ``n`` episodes (fewer when a fixed data set holds fewer than its share); each episode's
@@ -77,10 +78,6 @@ def mixture_dataset(
     Raises:
         ValueError: For no parts, an unknown loader name or a bad weight.
     """
-    if loaders is None:
-        from qrag_training.data.registry import LOADERS  # the registry lists this loader too
-
-        loaders = LOADERS
     if not parts:
         raise ValueError("a mixture needs at least one part")
     weights = [float(p.get("weight", 1.0)) for p in parts]

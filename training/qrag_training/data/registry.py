@@ -27,6 +27,12 @@ from qrag_training.data.musique import load_musique
 from qrag_training.data.ruler import ruler_dataset
 from qrag_training.data.twowiki import load_twowiki
 
+
+def _mixture(parts: list[dict[str, object]], n: int, seed: int = 0) -> list[Episode]:
+    """:func:`~qrag_training.data.mixture.mixture_dataset` over this registry's loaders."""
+    return mixture_dataset(parts, n, seed, loaders=LOADERS)
+
+
 LOADERS: dict[str, Callable[..., list[Episode]]] = {
     "babilong": babilong_dataset,
     "ruler": ruler_dataset,
@@ -34,7 +40,7 @@ LOADERS: dict[str, Callable[..., list[Episode]]] = {
     "musique": load_musique,
     "twowiki": load_twowiki,
     "custom": load_custom_jsonl,
-    "mixture": mixture_dataset,
+    "mixture": _mixture,
 }
 DATASET_NAMES: tuple[str, ...] = tuple(LOADERS)
 

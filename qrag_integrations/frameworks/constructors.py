@@ -1,0 +1,136 @@
+"""The ``from_*`` constructors of :class:`~qrag_integrations.frameworks.retriever.QRAGRetriever`:
+from texts, LangChain / LlamaIndex documents and nodes, a LlamaIndex index, a LangChain vector
+store (copied), or a vector store searched in place (``from_store`` / ``from_qdrant``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from qrag_integrations.frameworks.conversion import llama_index_nodes, vector_store_documents
+
+if TYPE_CHECKING:
+    from llama_index.core.schema import BaseNode
+
+    from qrag_integrations.frameworks.retriever import QRAGRetriever
+
+
+class RetrieverConstructors:
+    """Class methods that build a retriever; each passes unknown keywords to ``cls(...)``, which
+    refuses them (``cls._refuse_unknown``)."""
+
+    @classmethod
+    def from_texts(
+        cls, texts: Sequence[str], metadatas: Sequence[dict[str, Any]] | None = None, ids: Sequence[str] | None = None,
+        checkpoint: str | None = None, k: int = 4, **kwargs: Any,
+    ) -> QRAGRetriever:
+        """Index raw texts, each one chunk of one shared document in the given order.
+
+        Args:
+            texts: chunk texts (their order is the document order positions use).
+            metadatas: metadata per text.
+            ids: ids per text (default random).
+            checkpoint: checkpoint folder or HF encoder name; default: the packaged model.
+            k: default number of steps.
+            **kwargs: other fields (``device``, ``stop_threshold``, ...); no other name.
+        """
+        cls._refuse_unknown(kwargs, "from_texts", "metadatas", "ids")
+        retriever = cls(checkpoint=checkpoint, k=k, **kwargs)
+        retriever.add_texts(texts, metadatas=metadatas, ids=ids)
+        return retriever
+
+    @classmethod
+    def from_documents(
+        cls, documents: Sequence[Any], checkpoint: str | None = None, k: int = 4, text_splitter: Any = None, **kwargs: Any
+    ) -> QRAGRetriever:
+        """Index LangChain ``Document``\\ s or LlamaIndex ``Document``/nodes.
+
+        Args:
+            documents: LangChain Documents or LlamaIndex Documents / nodes.
+            checkpoint: checkpoint folder or HF encoder name; default: the packaged model.
+            k: default number of steps.
+            text_splitter: optional LangChain ``TextSplitter`` or LlamaIndex ``NodeParser``;
+                each document's pieces keep their order inside that document.
+            **kwargs: other fields.
+        """
+        cls._refuse_unknown(kwargs, "from_documents", "text_splitter")
+        retriever = cls(checkpoint=checkpoint, k=k, **kwargs)
+        retriever.add_documents(documents, text_splitter=text_splitter)
+        return retriever
+
+    @classmethod
+    def from_nodes(
+        cls, nodes: Sequence[BaseNode], checkpoint: str | None = None, k: int = 4, **kwargs: Any
+    ) -> QRAGRetriever:
+        """Index LlamaIndex nodes (ids, metadata and source document are kept)."""
+        cls._refuse_unknown(kwargs, "from_nodes", "text_splitter")
+        return cls.from_documents(list(nodes), checkpoint=checkpoint, k=k, **kwargs)
+
+    @classmethod
+    def from_llama_index(
+        cls, index: Any, checkpoint: str | None = None, k: int = 4, **kwargs: Any
+    ) -> QRAGRetriever:
+        """Re-index the nodes of an existing LlamaIndex index (e.g. a ``VectorStoreIndex``).
+
+        The nodes come from its docstore; chunk embeddings are recomputed with the Q-RAG chunk
+        encoder (the vector store's own embeddings belong to another model).
+        """
+        cls._refuse_unknown(kwargs, "from_llama_index", "text_splitter")
+        return cls.from_nodes(llama_index_nodes(index), checkpoint=checkpoint, k=k, **kwargs)
+
+    @classmethod
+    def from_vector_store(
+        cls, vector_store: Any, ids: Sequence[str] | None = None, checkpoint: str | None = None, k: int = 4, **kwargs: Any
+    ) -> QRAGRetriever:
+        """Re-index the documents of a LangChain vector store.
+
+        Args:
+            vector_store: a LangChain ``VectorStore``; with ``ids``, read through
+                ``get_by_ids``; without, the store must expose its documents (``InMemoryVectorStore``).
+            ids: which documents to take.
+            checkpoint: checkpoint folder or HF encoder name.
+            k: default number of steps.
+            **kwargs: other fields.
+        """
+        cls._refuse_unknown(kwargs, "from_vector_store", "ids")
+        docs = vector_store_documents(vector_store, ids)
+        retriever = cls(checkpoint=checkpoint, k=k, **kwargs)
+        retriever.add_documents(docs, as_chunks=True)
+        return retriever
+
+    @classmethod
+    def from_store(cls, store: Any, checkpoint: str | None = None, k: int = 4, **kwargs: Any) -> QRAGRetriever:
+        """Search a vector store in place, nothing copied.
+
+        Args:
+            store: a ``QdrantClient`` (with ``collection_name=``), a langchain-qdrant or llama-index
+                ``QdrantVectorStore``, a LangChain ``InMemoryVectorStore`` built with
+                :class:`~qrag_integrations.frameworks.embeddings.QRAGEmbeddings`, or a LlamaIndex
+                ``SimpleVectorStore``.
+            checkpoint: checkpoint folder or packaged name (the store's vectors must be its chunk
+                encoder's).
+            k: default number of steps.
+            **kwargs: fields (``candidates_per_step``, ``check_exact``, ...), ``collection_name``,
+                ``rank_by``, ``model``.
+        """
+        cls._refuse_unknown(kwargs, "from_store")
+        return cls(store=store, checkpoint=checkpoint, k=k, **kwargs)
+
+    @classmethod
+    def from_qdrant(
+        cls, collection_name: str, url: str | None = None, path: str | None = None, **kwargs: Any
+    ) -> QRAGRetriever:
+        """Over a Qdrant collection: a server at ``url``, local files at ``path``, or in memory.
+
+        Args:
+            collection_name: the collection (created if missing).
+            url: server URL (``http://localhost:6333``).
+            path: folder of embedded local mode (``None`` with no ``url``: in memory).
+            **kwargs: fields, ``checkpoint`` / ``model`` and ``rank_by``; an unknown name raises
+                :class:`~qrag_integrations.core.errors.UnknownOptionError`.
+        """
+        from qrag_integrations.stores.qdrant import connect  # qdrant-client is optional
+
+        cls._refuse_unknown(kwargs, "from_qdrant")
+        return cls(store=connect(url=url, path=path), collection_name=collection_name, **kwargs)
+

@@ -1,0 +1,104 @@
+"""A retriever's chunks in a vector store: :class:`StoreCorpus` (the store-backed
+:class:`~qrag_integrations.core.corpus.Corpus`) and :func:`open_store`, which recognises a store.
+
+Searches run :class:`~qrag_integrations.stores.search.StoreSearcher` (each step re-scores the
+store's ``candidates_per_step`` nearest chunks exactly); adds embed with the chunk encoder and
+write through the store's own API; deletes and gets go to the store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.vectorstores import InMemoryVectorStore
+from llama_index.core.vector_stores import SimpleVectorStore
+
+from qrag_integrations.core.errors import QRAGError
+from qrag_integrations.core.index import Chunk
+from qrag_integrations.core.model import QRAGModel
+from qrag_integrations.core.search import Hit
+from qrag_integrations.stores.framework_stores import LangChainMemorySource, LlamaIndexSimpleSource
+from qrag_integrations.stores.rows import ingest
+from qrag_integrations.stores.search import StoreSearcher, StoreStats
+
+
+def open_store(store: Any, model: QRAGModel, collection_name: str | None = None, rank_by: str = "auto") -> Any:
+    """The store-backed search source of a store object.
+
+    Args:
+        store: a ``qdrant_client.QdrantClient`` (with ``collection_name``), a ``langchain_qdrant``
+            or ``llama_index`` ``QdrantVectorStore`` (its client and collection), a LangChain
+            ``InMemoryVectorStore`` built with :class:`~qrag_integrations.frameworks.embeddings.QRAGEmbeddings`,
+            a LlamaIndex ``SimpleVectorStore``, or a ready source (``layout`` + ``candidates``).
+        model: the Q-RAG model.
+        collection_name: the Qdrant collection (created if missing) when ``store`` is a client.
+        rank_by: Qdrant only: see :class:`~qrag_integrations.stores.qdrant.QdrantSource`.
+
+    Raises:
+        QRAGError: an unsupported store, or a client without ``collection_name``.
+        IndexMismatchError: the store holds vectors of another checkpoint.
+    """
+    if isinstance(store, InMemoryVectorStore):
+        return LangChainMemorySource(store, model)
+    if isinstance(store, SimpleVectorStore):
+        return LlamaIndexSimpleSource(store, model)
+    if hasattr(store, "layout") and hasattr(store, "candidates"):
+        return store
+    try:
+        from qdrant_client import QdrantClient
+    except ImportError:  # pragma: no cover - depends on the install
+        QdrantClient = None  # noqa: N806
+    if QdrantClient is not None:
+        from qrag_integrations.stores.qdrant import QdrantSource  # qdrant-client is optional
+
+        if isinstance(store, QdrantClient):
+            if not collection_name:
+                raise QRAGError("a QdrantClient needs collection_name=")
+            return QdrantSource(store, collection_name, model, rank_by=rank_by)
+        client, name = getattr(store, "client", None), getattr(store, "collection_name", None)
+        if isinstance(client, QdrantClient) and isinstance(name, str):  # langchain-qdrant, llama-index qdrant
+            return QdrantSource(client, name, model, rank_by=rank_by)
+    raise QRAGError(
+        f"unsupported store {type(store).__name__}: pass a QdrantClient (pip install qdrant-client), a Qdrant "
+        "vector store of langchain-qdrant / llama-index, a LangChain InMemoryVectorStore or a LlamaIndex SimpleVectorStore"
+    )
+
+
+class StoreCorpus:
+    """Chunks that live in a vector store, searched in place (nothing copied into an index).
+
+    Args:
+        model: the Q-RAG model whose chunk encoder wrote (or will write) the store's vectors.
+        source: a store-backed source (:func:`open_store`).
+        candidates_per_step: chunks asked from the store per step and re-scored exactly.
+        check_exact: also score every matching chunk to count how often the exact arg-max was
+            among the candidates (costly: for evaluation).
+    """
+
+    def __init__(self, model: QRAGModel, source: Any, candidates_per_step: int = 64, check_exact: bool = False) -> None:
+        self.model, self.source = model, source
+        self.searcher = StoreSearcher(model, source, candidates_per_step, check_exact)
+
+    @property
+    def stats(self) -> StoreStats:
+        """Counters of the searches so far (steps, candidates, exact arg-max found)."""
+        return self.searcher.stats
+
+    def __len__(self) -> int:
+        return self.source.count(None)
+
+    def add(
+        self, texts: list[str], metadatas: Sequence[dict[str, Any]] | None, ids: Sequence[str] | None,
+        doc_ids: list[str], batch_size: int, show_progress: bool,
+    ) -> list[str]:
+        return ingest(self.source, self.model, texts, metadatas, ids, doc_ids, batch_size=batch_size)
+
+    def delete(self, ids: Sequence[str]) -> int:
+        return self.source.delete(list(ids))
+
+    def get(self, ids: Sequence[str]) -> list[Chunk]:
+        return self.source.get(list(ids))
+
+    def search(self, queries: list[str], k: int, stop_threshold: float | None, filter: Any) -> list[list[Hit]]:
+        return self.searcher.search(queries, k, stop_threshold, filter)
