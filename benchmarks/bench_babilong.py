@@ -17,7 +17,7 @@ The trainer's own validation set (``eval_seed`` 999999) is not used here.
 Methods, all run in one process on the same episodes:
 
 * every ``--checkpoint NAME=PATH``: Q-RAG multi-step search with the product's own search
-  (``qrag_training.evaluate.greedy_retrieve`` -> ``MultiStepSearcher``), ``--steps`` picks;
+  (``qrag_training.baselines.greedy_retrieve`` -> ``MultiStepSearcher``), ``--steps`` picks;
 * ``untrained``: the default model of ``QRAGRetriever`` without ``checkpoint=`` (packaged MiniLM,
   or ``--base``), the same search;
 * ``dense``: single-step top-k by cosine with the untrained default's encoder;
@@ -52,17 +52,18 @@ import common  # noqa: E402  (sets the offline environment before transformers l
 from babilong_report import plot, report  # noqa: E402
 from common import em_recall, stop_metrics  # noqa: E402
 from embedding_cache import CACHE_DIR, PoolEmbedder, pool_embedder  # noqa: E402
+from qrag_training.baselines import bm25_retrieve, dense_retrieve, greedy_retrieve  # noqa: E402
+from qrag_training.data.babi_world import TASKS  # noqa: E402
+from qrag_training.data.babilong import babilong_dataset, tokens_to_sentences  # noqa: E402
+from qrag_training.data.episode import Episode  # noqa: E402
+from qrag_training.data.noise import MIXED, NoisePool, NoiseSource  # noqa: E402
+from qrag_training.data.ruler import NIAH_MULTIKEY, NIAH_MULTIVALUE, NIAH_SINGLE, ruler_dataset  # noqa: E402
+from qrag_training.metrics import Retrieval  # noqa: E402
 
 from qrag_integrations.core.atomic import write_json_atomic  # noqa: E402
 from qrag_integrations.core.checkpoint import load_model  # noqa: E402
 from qrag_integrations.core.defaults import default_checkpoint  # noqa: E402
 from qrag_integrations.core.model import QRAGModel  # noqa: E402
-from qrag_training.data.babi import TASKS  # noqa: E402
-from qrag_training.data.babilong import babilong_dataset, tokens_to_sentences  # noqa: E402
-from qrag_training.data.episode import Episode  # noqa: E402
-from qrag_training.data.noise import MIXED, NoisePool, NoiseSource  # noqa: E402
-from qrag_training.data.ruler import NIAH_MULTIKEY, NIAH_MULTIVALUE, NIAH_SINGLE, ruler_dataset  # noqa: E402
-from qrag_training.evaluate import Retrieval, bm25_retrieve, dense_retrieve, greedy_retrieve  # noqa: E402
 
 SPLIT_SEEDS = {"test": 424242, "val": 555555}
 RULER_VARIANTS = (NIAH_SINGLE, NIAH_MULTIKEY, NIAH_MULTIVALUE)

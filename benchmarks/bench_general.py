@@ -32,13 +32,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # first: it sets the offline environment before transformers loads
+from qrag_training.baselines import bm25_retrieve, dense_retrieve, greedy_retrieve
 from qrag_training.data.babilong import babilong_dataset
 from qrag_training.data.episode import Episode
 from qrag_training.data.hotpotqa import load_hotpotqa
 from qrag_training.data.noise import NoisePool, split_sentences
 from qrag_training.data.ruler import ruler_dataset
 from qrag_training.data.squad import load_squad_ood, read_articles
-from qrag_training.evaluate import Retrieval, bm25_retrieve, dense_retrieve, greedy_retrieve
+from qrag_training.metrics import Retrieval
 from qrag_training.paired import paired_bootstrap
 
 from qrag_integrations import load_model

@@ -45,20 +45,19 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402  (sets the offline environment before transformers loads)
-from common import em_recall, embed_once, stop_metrics  # noqa: E402
-from hotpotqa_report import methods_table  # noqa: E402
-
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
+from common import em_recall, embed_once, stop_metrics  # noqa: E402
+from hotpotqa_report import methods_table  # noqa: E402
+from qrag_training.data.episode import Episode  # noqa: E402
+from qrag_training.data.hotpotqa import load_hotpotqa  # noqa: E402
+from qrag_training.metrics import fact_metrics  # noqa: E402
 
 from qrag_integrations.core.checkpoint import load_model  # noqa: E402
 from qrag_integrations.core.defaults import default_checkpoint  # noqa: E402
 from qrag_integrations.core.index import ChunkIndex  # noqa: E402
 from qrag_integrations.core.model import QRAGModel  # noqa: E402
 from qrag_integrations.core.search import MultiStepSearcher  # noqa: E402
-from qrag_training.data.episode import Episode  # noqa: E402
-from qrag_training.data.hotpotqa import load_hotpotqa  # noqa: E402
-from qrag_training.evaluate import fact_metrics  # noqa: E402
 
 KS = (1, 2, 4)
 MODES = {"quick": {"per_question": 300, "pooled": 200}, "full": {"per_question": None, "pooled": None}}

@@ -45,13 +45,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402  (sets the offline environment before transformers loads)
 from bench_babilong import POOL_MAX, SPLIT_SEEDS, Method  # noqa: E402
 from embedding_cache import CACHE_DIR, pool_embedder  # noqa: E402
-
-from qrag_integrations.core.atomic import write_json_atomic, write_text_atomic  # noqa: E402
-from qrag_integrations.core.checkpoint import load_model  # noqa: E402
-from qrag_integrations.llm import Reader  # noqa: E402
-from qrag_integrations.core.defaults import default_checkpoint  # noqa: E402
-from qrag_integrations.core.model import QRAGModel  # noqa: E402
-from qrag_integrations.llm import DEFAULT_TEMPLATE  # noqa: E402
 from qrag_training.answering import (  # noqa: E402
     CHUNK_ORDERS,
     ChunkSelection,
@@ -64,7 +57,17 @@ from qrag_training.data.babilong import babilong_dataset, tokens_to_sentences  #
 from qrag_training.data.episode import Episode  # noqa: E402
 from qrag_training.data.hotpotqa import load_hotpotqa  # noqa: E402
 from qrag_training.data.noise import MIXED, NoisePool, NoiseSource  # noqa: E402
-from qrag_training.evaluate import Retrieval, answer_episodes, summarize  # noqa: E402
+from qrag_training.evaluate import answer_episodes  # noqa: E402
+from qrag_training.metrics import Retrieval, summarize  # noqa: E402
+
+from qrag_integrations.core.atomic import write_json_atomic, write_text_atomic  # noqa: E402
+from qrag_integrations.core.checkpoint import load_model  # noqa: E402
+from qrag_integrations.core.defaults import default_checkpoint  # noqa: E402
+from qrag_integrations.core.model import QRAGModel  # noqa: E402
+from qrag_integrations.llm import (
+    DEFAULT_TEMPLATE,  # noqa: E402
+    Reader,  # noqa: E402
+)
 
 SUITES = ("babilong", "hotpotqa")
 #: ``--reader-order auto``: bAbI answers depend on the order of events (on 12 val questions of qa1

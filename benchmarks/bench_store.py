@@ -31,6 +31,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402  (sets the offline environment before transformers loads)
 from common import em_recall  # noqa: E402
 from embedding_cache import CACHE_DIR, PoolEmbedder, pool_embedder  # noqa: E402
+from qrag_training.data.babilong import babilong_dataset, tokens_to_sentences  # noqa: E402
+from qrag_training.data.episode import Episode  # noqa: E402
+from qrag_training.data.noise import MIXED, NoiseSource  # noqa: E402
 
 from qrag_integrations.core.atomic import write_json_atomic  # noqa: E402
 from qrag_integrations.core.checkpoint import load_model  # noqa: E402
@@ -39,9 +42,6 @@ from qrag_integrations.core.model import QRAGModel  # noqa: E402
 from qrag_integrations.core.search import MultiStepSearcher  # noqa: E402
 from qrag_integrations.stores.rows import model_fingerprint, plan_rows  # noqa: E402
 from qrag_integrations.stores.search import StoreSearcher  # noqa: E402
-from qrag_training.data.babilong import babilong_dataset, tokens_to_sentences  # noqa: E402
-from qrag_training.data.episode import Episode  # noqa: E402
-from qrag_training.data.noise import MIXED, NoiseSource  # noqa: E402
 
 POOL_MAX = 40_000  # sentences: 1M tokens, as bench_babilong.py
 

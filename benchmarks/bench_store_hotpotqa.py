@@ -24,7 +24,6 @@ included); the exact search gets the same columns.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import time
 from collections.abc import Sequence
@@ -36,12 +35,12 @@ import common  # noqa: E402  (sets the offline environment before transformers l
 from bench_hotpotqa import build_problem  # noqa: E402
 from bench_store import add_store_args, sample_stores, summary, timed  # noqa: E402
 from common import em_recall  # noqa: E402
+from qrag_training.data.hotpotqa import load_hotpotqa  # noqa: E402
 
 from qrag_integrations.core.atomic import write_json_atomic  # noqa: E402
 from qrag_integrations.core.checkpoint import load_model  # noqa: E402
 from qrag_integrations.core.search import MultiStepSearcher  # noqa: E402
 from qrag_integrations.stores.search import StoreSearcher  # noqa: E402
-from qrag_training.data.hotpotqa import load_hotpotqa  # noqa: E402
 
 CHECKPOINT = Path(__file__).resolve().parents[1] / "qrag_integrations" / "assets" / "hotpotqa_checkpoint"
 

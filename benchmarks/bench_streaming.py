@@ -40,9 +40,9 @@ def main(argv: list[str] | None = None) -> dict:
     from qdrant_client import QdrantClient
 
     from qrag_integrations import QRAGConfig, QRAGModel
-    from qrag_integrations.stores.qdrant import QdrantSource
     from qrag_integrations.ingest.sharded import embed_corpus, read_shards
     from qrag_integrations.ingest.sharded_store import write_shards
+    from qrag_integrations.stores.qdrant import QdrantSource
 
     texts = shakespeare_sentences(args.n, seed=0)
     model = QRAGModel.from_base(QRAGConfig())

@@ -24,12 +24,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402  (sets the offline environment before transformers loads)
+from qrag_training.data.hotpotqa import load_hotpotqa  # noqa: E402
 
 from qrag_integrations.core.checkpoint import load_model  # noqa: E402
 from qrag_integrations.core.index import ChunkIndex  # noqa: E402
 from qrag_integrations.core.model import QRAGModel  # noqa: E402
 from qrag_integrations.core.search import MultiStepSearcher  # noqa: E402
-from qrag_training.data.hotpotqa import load_hotpotqa  # noqa: E402
 
 BUDGETS = (64, 128, 256)
 

@@ -125,7 +125,7 @@ class PoolEmbedder:
 
     Calling it with chunk texts returns their embeddings: rows of the pool for pool texts, the
     model's chunk encoder for the others (``fresh`` counts those). Pass it as ``embed=`` to
-    :func:`qrag_training.evaluate.greedy_retrieve` / ``dense_retrieve``.
+    :func:`qrag_training.baselines.greedy_retrieve` / ``dense_retrieve``.
     """
 
     def __init__(self, model: QRAGModel, pool: Sequence[str], pool_embeddings: torch.Tensor, batch_size: int = 128) -> None:

@@ -17,9 +17,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402  (sets the offline environment before transformers loads)
-from babilong_report import averages  # noqa: E402
-
 import torch  # noqa: E402
+from babilong_report import averages  # noqa: E402
 
 from qrag_integrations.core.checkpoint import load_model, save_pretrained  # noqa: E402
 from qrag_integrations.core.defaults import DEMO_CHECKPOINT  # noqa: E402

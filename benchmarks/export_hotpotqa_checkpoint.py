@@ -17,7 +17,6 @@ from pathlib import Path
 import torch
 
 from qrag_integrations.core.checkpoint import save_pretrained
-
 from qrag_integrations.core.loading import load_model
 
 DEST = Path(__file__).resolve().parents[1] / "qrag_integrations" / "assets" / "hotpotqa_checkpoint"

@@ -20,8 +20,8 @@ Three sub-commands:
 from __future__ import annotations
 
 import argparse
-import lzma
 import json
+import lzma
 import shutil
 import subprocess
 import sys
@@ -45,10 +45,11 @@ def pack(out: Path, python_version: str) -> None:
     """Write the bundle into ``out`` (a new or empty folder)."""
     import importlib.util
 
-    from qrag_integrations.core.encoder import resolve_base_model
-    from qrag_integrations.core.config import PACKAGED_MINILM
     from qrag_training.data.hotpotqa import default_path
     from qrag_training.data.splits import EVAL, split_of
+
+    from qrag_integrations.core.config import PACKAGED_MINILM
+    from qrag_integrations.core.encoder import resolve_base_model
 
     out.mkdir(parents=True, exist_ok=True)
     if any(out.iterdir()):

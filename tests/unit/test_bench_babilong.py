@@ -12,7 +12,6 @@ import torch
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
 
-import embedding_cache  # noqa: E402
 from embedding_cache import CacheError, PoolEmbedder, cached_chunk_embeddings, pool_embedder  # noqa: E402
 
 TEXTS = ["the cat sat.", "mary went to the kitchen.", "a dog is red.", "the sky is blue.", "the cat sat."]

@@ -13,7 +13,7 @@ sys.path.insert(0, str(BENCHMARKS))
 
 import bench_general
 from qrag_training.data.episode import Episode
-from qrag_training.evaluate import Retrieval
+from qrag_training.metrics import Retrieval
 
 
 def test_scores_read_the_first_picks() -> None:

@@ -30,10 +30,9 @@ def test_babilong_label_match(answer: str, gold: str, question: str, match: floa
 
 def test_tiny_reader_benchmark_run(tiny_bert_dir, tmp_path, monkeypatch) -> None:
     import bench_reader
+    from bench_babilong import SPLIT_SEEDS
     from qrag_training.data.babilong import babilong_dataset
     from qrag_training.data.noise import MIXED, NoiseSource
-
-    from bench_babilong import SPLIT_SEEDS
 
     seed = SPLIT_SEEDS["test"]
     pool = NoiseSource(MIXED).pool(40, seed=seed)

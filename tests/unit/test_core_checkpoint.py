@@ -16,9 +16,9 @@ from transformers import BertModel
 import qrag_integrations
 from qrag_integrations.core import checkpoint as ckpt_mod
 from qrag_integrations.core.checkpoint import save_pretrained
-from qrag_integrations.core.loading import load_checkpoint_dir, load_model
 from qrag_integrations.core.config import QRAGConfig
 from qrag_integrations.core.errors import CheckpointError, QRAGError
+from qrag_integrations.core.loading import load_checkpoint_dir, load_model
 from qrag_integrations.core.model import QRAGModel
 
 TEXTS = ["mary went to the kitchen", "where is the football", "a", "john travelled back to the office there"]

@@ -5,7 +5,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from test_core_search import MODES, QUERIES, N, as_tuples, assert_same, brute_force, make_model, random_index  # noqa: F401 (fixture)
+from test_core_search import (  # noqa: F401 (fixture)
+    MODES,
+    QUERIES,
+    N,
+    as_tuples,
+    assert_same,
+    brute_force,
+    make_model,
+    random_index,
+)
 
 from qrag_integrations.core.errors import IndexMismatchError, QRAGError
 from qrag_integrations.core.index import ChunkIndex

@@ -10,16 +10,8 @@ from qrag_training.data import (
     parse_babi_format,
     write_babi_format,
 )
-from qrag_training.data.babi import (
-    DROP,
-    GIVE,
-    LOCATIONS,
-    MOVE,
-    NAMES,
-    PICK,
-    answer_question,
-    parse_fact,
-)
+from qrag_training.data.babi_answers import answer_question
+from qrag_training.data.babi_world import DROP, GIVE, LOCATIONS, MOVE, NAMES, PICK, parse_fact
 
 N_SAMPLES = 300
 SEED = 11

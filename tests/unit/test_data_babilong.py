@@ -11,7 +11,7 @@ from qrag_training.data import (
     make_babilong_episode,
     tokens_to_sentences,
 )
-from qrag_training.data.babi import parse_fact
+from qrag_training.data.babi_world import parse_fact
 from qrag_training.data.noise import BABI_VOCAB_RE, MAX_WORDS, MIN_WORDS, NOISE_KINDS
 
 TARGET_TOKENS = 2000

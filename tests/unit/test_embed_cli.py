@@ -13,10 +13,10 @@ import torch
 from qdrant_client import QdrantClient
 
 from qrag_integrations import QRAGRetriever, load_model
-from qrag_integrations.ingest.cli import CorpusFormatError, main, read_rows
 from qrag_integrations.core.model import QRAGModel
-from qrag_integrations.stores.qdrant import QdrantSource
+from qrag_integrations.ingest.cli import CorpusFormatError, main, read_rows
 from qrag_integrations.ingest.sharded import read_shards
+from qrag_integrations.stores.qdrant import QdrantSource
 
 REPO = Path(__file__).resolve().parents[2]
 WORDS = "mary john went to the kitchen garden office apple milk football picked up dropped".split()

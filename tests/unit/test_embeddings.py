@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from qrag_integrations.core.config import QRAGConfig
-from qrag_integrations.frameworks.embeddings import QRAGEmbeddings, QRAGLlamaEmbedding
 from qrag_integrations.core.errors import QRAGError
 from qrag_integrations.core.model import QRAGModel
+from qrag_integrations.frameworks.embeddings import QRAGEmbeddings, QRAGLlamaEmbedding
 
 TEXTS = ["mary went to the kitchen", "john picked up the apple", "the", "sandra moved to the garden there", "who"]
 QUESTION = "where is the apple"

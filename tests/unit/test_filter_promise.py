@@ -35,8 +35,8 @@ from retriever_corpus import BABI_QUESTIONS, BABI_TEXTS
 
 from qrag_integrations import MultiStepSearcher, QRAGError, QRAGRetriever, SearchSettings
 from qrag_integrations.core.config import PositionMode, QRAGConfig
-from qrag_integrations.frameworks.embeddings import QRAGEmbeddings
 from qrag_integrations.core.model import QRAGModel
+from qrag_integrations.frameworks.embeddings import QRAGEmbeddings
 
 PATHS = ["memory", "faiss", "qdrant", "langchain", "llama_index"]
 #: Paths whose filter is applied by our code alone: their results are complete, not only inside.

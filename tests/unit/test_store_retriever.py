@@ -13,11 +13,10 @@ from llama_index.core.vector_stores import SimpleVectorStore
 from qdrant_client import QdrantClient, models
 
 from qrag_integrations.core.config import PositionMode, QRAGConfig
-from qrag_integrations.frameworks.embeddings import QRAGEmbeddings
 from qrag_integrations.core.errors import IndexMismatchError, QRAGError
 from qrag_integrations.core.model import QRAGModel
+from qrag_integrations.frameworks.embeddings import QRAGEmbeddings
 from qrag_integrations.frameworks.retriever import QRAGRetriever
-
 
 TEXTS = ["mary went to the kitchen", "john picked up the apple", "sandra moved to the garden",
          "daniel dropped the milk there", "mary travelled to the office", "john gave the apple to mary"]

@@ -16,11 +16,11 @@ from llama_index.core.vector_stores.types import FilterOperator, MetadataFilter,
 from qdrant_client import QdrantClient, models
 
 from qrag_integrations.core.config import PositionMode, QRAGConfig
-from qrag_integrations.frameworks.embeddings import QRAGEmbeddings
 from qrag_integrations.core.errors import IndexMismatchError, QRAGError
 from qrag_integrations.core.index import ChunkIndex
 from qrag_integrations.core.model import QRAGModel
 from qrag_integrations.core.search import MultiStepSearcher
+from qrag_integrations.frameworks.embeddings import QRAGEmbeddings
 from qrag_integrations.stores.framework_stores import LangChainMemorySource, LlamaIndexSimpleSource
 from qrag_integrations.stores.qdrant import QdrantSource
 from qrag_integrations.stores.rows import SortedKeys, ingest

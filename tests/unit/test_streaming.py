@@ -15,9 +15,8 @@ import torch
 from qdrant_client import QdrantClient
 
 from qrag_integrations import QRAGConfig, QRAGModel
-from qrag_integrations.ingest import sharded as streaming
 from qrag_integrations.core.index import ChunkIndex
-from qrag_integrations.stores.qdrant import QdrantSource
+from qrag_integrations.ingest import sharded as streaming
 from qrag_integrations.ingest.sharded import (
     MANIFEST,
     CorpusChangedError,
@@ -27,6 +26,7 @@ from qrag_integrations.ingest.sharded import (
     read_shards,
 )
 from qrag_integrations.ingest.sharded_store import write_shards
+from qrag_integrations.stores.qdrant import QdrantSource
 
 WORDS = "mary john went to the kitchen garden office apple milk football picked up dropped".split()
 

@@ -8,8 +8,16 @@ import re
 import pytest
 from qrag_training.answering import ChunkSelection, generate_answers, ordered, reader_options
 from qrag_training.data.episode import Episode
-from qrag_training.evaluate import Retrieval, answer_episodes, main
-from scripted_readers import WRONG, ScriptedReader, context_of, gold_fact_reader, install_factory, write_unlabeled
+from qrag_training.evaluate import answer_episodes, main
+from qrag_training.metrics import Retrieval
+from scripted_readers import (
+    WRONG,
+    ScriptedReader,
+    context_of,
+    gold_fact_reader,
+    install_factory,
+    write_unlabeled,
+)
 
 from qrag_integrations.llm import DEFAULT_TEMPLATE, ReaderError
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-
 from qrag_training.distributed import DistContext, context_from_env, rank_device, rank_seed, stripe
 from qrag_training.env import EpisodeStream
 

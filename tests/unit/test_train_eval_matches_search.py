@@ -12,8 +12,8 @@ from qrag_integrations import ChunkIndex, MultiStepSearcher, PositionMode, QRAGC
 @pytest.mark.parametrize("question_weight", [0.0, 0.7])
 @pytest.mark.parametrize("mode", [PositionMode.RELATIVE, PositionMode.ABSOLUTE, PositionMode.NONE])
 def test_greedy_retrieve_equals_multistep_searcher(tiny_bert_dir, mode, question_weight):
+    from qrag_training.baselines import greedy_retrieve
     from qrag_training.data import babilong_dataset
-    from qrag_training.evaluate import greedy_retrieve
 
     torch.manual_seed(0)
     config = QRAGConfig(base_model=str(tiny_bert_dir), position_mode=mode, question_weight=question_weight)
@@ -28,8 +28,8 @@ def test_greedy_retrieve_equals_multistep_searcher(tiny_bert_dir, mode, question
 
 
 def test_greedy_retrieve_stops_where_the_retriever_stops(tiny_bert_dir):
+    from qrag_training.baselines import greedy_retrieve
     from qrag_training.data import babilong_dataset
-    from qrag_training.evaluate import greedy_retrieve
 
     torch.manual_seed(0)
     model = QRAGModel.from_base(QRAGConfig(base_model=str(tiny_bert_dir))).eval()

@@ -5,16 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from qrag_training.baselines import bm25_retrieve, dense_retrieve, greedy_retrieve
 from qrag_training.data.episode import Episode
-from qrag_training.evaluate import (
-    Retrieval,
-    bm25_retrieve,
-    dense_retrieve,
-    fact_metrics,
-    greedy_retrieve,
-    main,
-    summarize,
-)
+from qrag_training.evaluate import main
+from qrag_training.metrics import Retrieval, fact_metrics, summarize
 
 
 def test_fact_metrics():
@@ -60,17 +54,18 @@ def test_both_retrievers_search_in_eval_mode_and_restore_the_mode(tiny_bert_dir,
 def test_greedy_retrieve_keeps_each_episode_index_on_the_model_device(tiny_bert_dir, monkeypatch):
     """On a GPU the evaluation searches there: its indexes live on the model's device (a CPU
     index would copy every episode's embeddings back and scan them on the CPU)."""
+    from qrag_training import baselines
+
     from qrag_integrations import load_model
-    from qrag_training import evaluate
 
     devices = []
 
-    class Recording(evaluate.ChunkIndex):
+    class Recording(baselines.ChunkIndex):
         def __init__(self, *args, **kwargs):
             super().__init__(*args, **kwargs)
             devices.append(self.device)
 
-    monkeypatch.setattr(evaluate, "ChunkIndex", Recording)
+    monkeypatch.setattr(baselines, "ChunkIndex", Recording)
     model = load_model(str(tiny_bert_dir))
     greedy_retrieve(model, episodes(), steps=2)
     assert devices == [model.device] * 3

@@ -122,10 +122,11 @@ def test_unlabeled_episodes_play_with_the_llm_reward() -> None:
 
 
 def test_config_group_builds_the_reader_from_its_spec(monkeypatch) -> None:
-    from qrag_integrations.llm import DEFAULT_TEMPLATE
     from qrag_training.evaluate import compose_config
     from qrag_training.settings import feedback_from, feedback_needs
     from scripted_readers import install_factory
+
+    from qrag_integrations.llm import DEFAULT_TEMPLATE
 
     reader = fact_reader()
     calls = install_factory(monkeypatch, reader)

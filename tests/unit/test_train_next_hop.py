@@ -8,11 +8,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from qrag_training.data.episode import Episode
+from qrag_training.next_hop import (
+    NextHopConfig,
+    NextHopLearner,
+    distill_loss,
+    hop_states,
+    next_hop_loss,
+)
 
 from qrag_integrations.core.config import PositionMode, QRAGConfig
 from qrag_integrations.core.model import QRAGModel
-from qrag_training.data.episode import Episode
-from qrag_training.next_hop import NextHopConfig, NextHopLearner, distill_loss, hop_states, next_hop_loss
 
 
 def test_hop_states_walk_the_gold_chunks_in_a_random_order() -> None:

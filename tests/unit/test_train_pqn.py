@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 from qrag_training.optim import lr_factor
-from qrag_training.pqn import (
+from qrag_training.policy import (
     sample_actions,
     soft_greedy_probs,
     soft_values,
@@ -127,7 +127,7 @@ def test_final_states_are_valued_only_when_the_return_bootstraps_there(tiny_bert
 def test_online_and_target_forward_shares_frozen_layers_exactly(tiny_bert_dir):
     import copy
 
-    from qrag_training.pqn import forward_online_and_target
+    from qrag_training.target_forward import forward_online_and_target
 
     from qrag_integrations import QRAGConfig, QRAGModel
 

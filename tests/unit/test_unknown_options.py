@@ -24,11 +24,10 @@ from qrag_training.train import main as qrag_train
 from retriever_corpus import BABI_QUESTIONS, BABI_TEXTS, build_retriever, chunk_ids
 
 from qrag_integrations import MultiStepSearcher, QRAGError, QRAGRetriever
-from qrag_integrations.frameworks.embeddings import QRAGEmbeddings, QRAGLlamaEmbedding
 from qrag_integrations.core.errors import UnknownOptionError
 from qrag_integrations.core.options import check_options
+from qrag_integrations.frameworks.embeddings import QRAGEmbeddings, QRAGLlamaEmbedding
 from qrag_integrations.llm.factory import build_reader
-
 
 QUESTION = BABI_QUESTIONS[0]
 

@@ -35,7 +35,7 @@ from qrag_integrations.llm import (
     answer_f1,
     build_prompt,
 )
-from qrag_training.data.babi import LOCATIONS, NAMES, OBJECTS
+from qrag_training.data.babi_world import LOCATIONS, NAMES, OBJECTS
 from qrag_training.data.episode import Episode
 
 #: Orders the chosen chunks can be given to the reader in.

@@ -206,3 +206,21 @@ def shutdown(ctx: DistContext) -> None:
     """Leave the process group (no-op alone)."""
     if ctx.enabled and dist.is_initialized():
         dist.destroy_process_group()
+
+
+def reduce_record(ctx: DistContext, returns: list[float], solved: list[bool], window: dict[str, list[float]]) -> dict[str, Any]:
+    """A training log record over all ranks' episodes and steps: episode count, mean reward and
+    success, and the mean of every ``window`` series (a collective: every rank calls it)."""
+    keys = list(window)
+    sums = ctx.sum_floats(
+        [sum(returns), len(returns), float(sum(solved))] + [x for k in keys for x in (sum(window[k]), len(window[k]))]
+    )
+    out: dict[str, Any] = {"episodes": int(sums[1])}
+    out["reward"] = sums[0] / sums[1] if sums[1] else None
+    out["success"] = sums[2] / sums[1] if sums[1] else None
+    for i, k in enumerate(keys):
+        total, count = sums[3 + 2 * i], sums[4 + 2 * i]
+        if count:
+            out[k] = total / count
+    return out
+

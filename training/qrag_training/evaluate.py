@@ -39,22 +39,18 @@ import argparse
 import json
 import logging
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
-
 from hydra.errors import ConfigCompositionException
 
-from qrag_integrations.core.atomic import write_json_atomic, write_text_atomic
 from qrag_integrations.cli_errors import INPUT_ERRORS, one_line_errors
-from qrag_integrations.core.index import ChunkIndex
-from qrag_integrations.core.model import QRAGModel, eval_mode
+from qrag_integrations.core.atomic import write_json_atomic, write_text_atomic
+from qrag_integrations.core.model import QRAGModel
 from qrag_integrations.llm import DEFAULT_TEMPLATE, Reader, ReaderError
-from qrag_integrations.core.search import MultiStepSearcher
 from qrag_training.answering import (
     CHUNK_ORDERS,
     ChunkSelection,
@@ -66,8 +62,15 @@ from qrag_training.answering import (
     ordered,
     reader_options,
 )
+from qrag_training.baselines import (
+    BASELINES,
+    NOT_Q_VALUES,
+    bm25_retrieve,
+    dense_retrieve,
+    greedy_retrieve,
+)
 from qrag_training.data.episode import Episode
-from qrag_training.feedback import Feedback, RewardQuery, score_picks
+from qrag_training.metrics import Retrieval, fact_metrics, summarize
 
 #: Bad input at the trainer's command lines: a config that does not compose, and what any command
 #: of the package refuses (:data:`qrag_integrations.cli_errors.INPUT_ERRORS`).
@@ -75,76 +78,8 @@ CLI_INPUT_ERRORS = (ConfigCompositionException, *INPUT_ERRORS)
 
 logger = logging.getLogger(__name__)
 
-BASELINES = ("base", "dense", "bm25", "none")
-#: Baselines whose scores are not Q-values (a ``q>=T`` chunk selection is refused for them).
-NOT_Q_VALUES = ("dense", "bm25", "none")
-#: Chunk texts -> ``(len(texts), D)`` chunk embeddings.
-ChunkEmbedder = Callable[[Sequence[str]], torch.Tensor]
 #: The Hydra config tree shared with ``qrag-train``.
 CONF_DIR = Path(__file__).resolve().parent / "conf"
-
-
-# -- metrics --------------------------------------------------------------------------------------
-def fact_metrics(picked: Sequence[int], support: Sequence[int]) -> tuple[float, float]:
-    """``(fact EM, fact F1)`` of picked chunk ids against supporting ids.
-
-    EM is 1 when every supporting chunk was picked (extra picks allowed), F1 is the F1 of the two
-    id sets (0 when nothing was picked or there is no support).
-    """
-    got, gold = {int(i) for i in picked}, {int(i) for i in support}
-    if not gold:
-        return 0.0, 0.0
-    em = float(gold.issubset(got))
-    hit = len(got & gold)
-    if not got or not hit:
-        return em, 0.0
-    precision, recall = hit / len(got), hit / len(gold)
-    return em, 2 * precision * recall / (precision + recall)
-
-
-@dataclass
-class Retrieval:
-    """What a retriever returned for one episode."""
-
-    picked: list[int]
-    """Chunk ids in pick (or rank) order."""
-    scores: list[float] = field(default_factory=list)
-    """Score of each pick: Q-value (multi-step), cosine (dense) or BM25 score."""
-
-
-def summarize(
-    episodes: Sequence[Episode], results: Sequence[Retrieval], feedback: Feedback | None = None
-) -> dict[str, float]:
-    """Mean fact EM / F1 (over the episodes with supporting facts), fact EM of the first picks only
-    (as many as the episode has facts: ``fact_em_at_facts``), mean number of picks and
-    (with a feedback) mean episode reward, all rewards asked in one batch
-    (:func:`~qrag_training.feedback.score_picks`)."""
-    labeled = [(e, r) for e, r in zip(episodes, results) if e.support]
-    facts = [fact_metrics(r.picked, e.support) for e, r in labeled]
-    out = {
-        "fact_em": float(np.mean([em for em, _ in facts])) if facts else 0.0,
-        "fact_f1": float(np.mean([f1 for _, f1 in facts])) if facts else 0.0,
-        # precision of the first picks: EM when only as many picks count as there are facts
-        "fact_em_at_facts": (
-            float(np.mean([fact_metrics(r.picked[: len(e.support)], e.support)[0] for e, r in labeled]))
-            if labeled
-            else 0.0
-        ),
-        "mean_steps": float(np.mean([len(r.picked) for r in results])) if results else 0.0,
-        "n": len(results),
-    }
-    if len(labeled) < len(results):
-        out["n_fact"] = len(labeled)
-    if feedback is not None:
-        queries, owner = [], []
-        for i, (episode, result) in enumerate(zip(episodes, results)):
-            for k in range(1, len(result.picked) + 1):
-                queries.append(RewardQuery(episode, tuple(result.picked[:k]), final=k == len(result.picked)))
-                owner.append(i)
-        rewards = np.zeros(len(results))
-        np.add.at(rewards, np.asarray(owner, dtype=np.int64), np.asarray(score_picks(feedback, queries)))
-        out["reward"] = float(rewards.mean()) if len(results) else 0.0
-    return out
 
 
 def answer_episodes(
@@ -175,94 +110,6 @@ def answer_episodes(
     return chosen, generate_answers(reader, prompts, batch_size)
 
 
-# -- retrievers -----------------------------------------------------------------------------------
-def _chunk_embedder(model: QRAGModel, batch_size: int) -> ChunkEmbedder:
-    """The model's own chunk encoder, ``batch_size`` chunks per forward pass."""
-    return lambda texts: model.embed_chunks(texts, batch_size=batch_size)
-
-
-@torch.inference_mode()
-def greedy_retrieve(
-    model: QRAGModel,
-    episodes: Sequence[Episode],
-    steps: int,
-    batch_size: int = 16,
-    stop_threshold: float | None = None,
-    embed_batch_size: int = 128,
-    embed: ChunkEmbedder | None = None,
-) -> list[Retrieval]:
-    """Greedy multi-step Q-RAG retrieval with the retriever's own search
-    (:meth:`MultiStepSearcher.search_each`), ``batch_size`` episodes at a time.
-
-    Args:
-        model: the Q-RAG model (its config fixes positions and the state text).
-        episodes: episodes to retrieve for; each one's chunks form its own index.
-        steps: maximum picks per episode.
-        batch_size: episodes whose states are embedded together.
-        stop_threshold: if set, stop an episode before a pick whose Q-value is below it (as
-            ``QRAGRetriever(stop_threshold=...)``; an episode can then pick nothing).
-        embed_batch_size: chunks per forward pass when embedding.
-        embed: chunk texts -> their embeddings with this model's chunk encoder, instead of
-            ``model.embed_chunks`` (e.g. a benchmark's cache of pre-embedded noise sentences).
-    """
-    embed = embed or _chunk_embedder(model, embed_batch_size)
-    results: list[Retrieval] = []
-    with eval_mode(model):
-        for start in range(0, len(episodes), batch_size):
-            batch = list(episodes[start : start + batch_size])
-            sizes = [len(e.chunks) for e in batch]
-            chunk_emb = embed([c for e in batch for c in e.chunks]).split(sizes)
-            indexes = []
-            for episode, emb in zip(batch, chunk_emb):
-                index = ChunkIndex(model.embedding_dim, device=model.device)
-                index.add(episode.chunks, emb, ids=[str(i) for i in range(len(episode.chunks))])
-                indexes.append(index)
-            searcher = MultiStepSearcher(model, indexes[0])
-            hits = searcher.search_each([e.question for e in batch], indexes, steps, stop_threshold)
-            results += [Retrieval([int(h.chunk.id) for h in row], [h.q_value for h in row]) for row in hits]
-    return results
-
-
-@torch.inference_mode()
-def dense_retrieve(
-    model: QRAGModel,
-    episodes: Sequence[Episode],
-    k: int,
-    embed_batch_size: int = 128,
-    embed: ChunkEmbedder | None = None,
-) -> list[Retrieval]:
-    """Single-step dense top-``k`` by cosine of question vs chunk mean-pooled embeddings.
-
-    The question goes through the state encoder and chunks through the chunk encoder (or
-    ``embed``, as in :func:`greedy_retrieve`); for an untrained model both are the base encoder.
-    """
-    embed = embed or _chunk_embedder(model, embed_batch_size)
-    results = []
-    with eval_mode(model):
-        for episode in episodes:
-            chunks = torch.nn.functional.normalize(embed(episode.chunks).float(), dim=-1)
-            query = torch.nn.functional.normalize(model.embed_states([episode.question]).float(), dim=-1)
-            scores = (query @ chunks.T)[0]
-            top = torch.topk(scores, min(k, len(episode.chunks)))
-            results.append(Retrieval(top.indices.tolist(), top.values.tolist()))
-    return results
-
-
-def bm25_retrieve(episodes: Sequence[Episode], k: int) -> list[Retrieval]:
-    """Single-step BM25 top-``k`` over each episode's chunks (``bm25s``, English stop words)."""
-    import bm25s
-
-    results = []
-    for episode in episodes:
-        retriever = bm25s.BM25()
-        retriever.index(bm25s.tokenize(episode.chunks, stopwords="en", show_progress=False), show_progress=False)
-        query = bm25s.tokenize([episode.question], stopwords="en", return_ids=False, show_progress=False)
-        docs, scores = retriever.retrieve(query, k=min(k, len(episode.chunks)), show_progress=False)
-        results.append(Retrieval([int(i) for i in docs[0]], [float(s) for s in scores[0]]))
-    return results
-
-
-# -- CLI ------------------------------------------------------------------------------------------
 def compose_config(env: str, overrides: Sequence[str] = ()) -> Any:
     """The training config tree with ``env`` chosen and Hydra ``overrides`` applied."""
     from hydra import compose, initialize_config_dir

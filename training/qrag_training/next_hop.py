@@ -29,6 +29,7 @@ from qrag_integrations.core.positions import layout
 from qrag_training.data.episode import Episode
 from qrag_training.distributed import DistContext
 from qrag_training.optim import (
+    OptimConfig,
     load_scheduler_state,
     scheduled_adamw,
     scheduler_state,
@@ -37,8 +38,9 @@ from qrag_training.optim import (
 
 
 @dataclass
-class NextHopConfig:
-    """Hyperparameters of the supervised next-hop warm start."""
+class NextHopConfig(OptimConfig):
+    """Hyperparameters of the supervised next-hop warm start (optimiser fields:
+    :class:`~qrag_training.optim.OptimConfig`)."""
 
     questions_per_step: int = 8
     """Episodes per optimiser step."""
@@ -51,26 +53,6 @@ class NextHopConfig:
     in_batch_negatives: bool = True
     """Also score every chunk of the step's other questions as negatives (needs position mode
     ``none``: other episodes' chunks have no position in this one)."""
-    lr: float = 5e-5
-    """Peak AdamW learning rate."""
-    betas: tuple[float, float] = (0.9, 0.999)
-    """AdamW betas."""
-    eps: float = 1e-8
-    """AdamW epsilon."""
-    weight_decay: float = 0.01
-    """AdamW weight decay."""
-    max_grad_norm: float = 2.0
-    """Gradient clipping norm."""
-    warmup: int = 20
-    """Optimiser steps of linear warm-up."""
-    total_updates: int = 1000
-    """Optimiser steps of the whole run (the learning rate decays linearly to the end)."""
-    final_lr_ratio: float = 0.0
-    """Learning-rate fraction left at ``total_updates``."""
-    dropout: bool = True
-    """Encoders in training mode (dropout on) for the loss forward."""
-    embed_batch_size: int = 128
-    """Chunks per forward pass when embedding held-out episodes."""
     distill_weight: float = 0.0
     """Weight of a term that keeps first-pick scores close to the base encoder's: at each
     question-only state, KL(teacher || policy) over the same chunks, where the teacher is
@@ -81,7 +63,7 @@ class NextHopConfig:
     """Softmax temperature of the teacher's cosine scores."""
 
     def __post_init__(self) -> None:
-        self.betas = (float(self.betas[0]), float(self.betas[1]))
+        super().__post_init__()
         if self.questions_per_step < 1:
             raise ValueError(f"questions_per_step must be >= 1, got {self.questions_per_step}")
         if self.states_per_question < 1:

@@ -3,21 +3,43 @@ warm-up then linear decay, and the JSON-able form of its schedule for resumable 
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Any
 
 import torch
 
 
-class OptimizerSettings(Protocol):
-    """The fields of a learner config (``PQNConfig``, ``NextHopConfig``) the optimiser reads."""
+@dataclass
+class OptimConfig:
+    """Optimiser and loss-forward settings shared by every learner config (``PQNConfig`` and
+    ``NextHopConfig`` extend it). Defaults are AdamW's usual ones; each algorithm's tuned values
+    are in its Hydra file (``conf/algo/pqn.yaml``: the paper's betas (0.9, 0.98), eps 1e-6,
+    1,000 warm-up steps)."""
 
-    lr: float
-    betas: tuple[float, float]
-    eps: float
-    weight_decay: float
-    warmup: int
-    total_updates: int
-    final_lr_ratio: float
+    lr: float = 5e-5
+    """Peak AdamW learning rate."""
+    betas: tuple[float, float] = (0.9, 0.999)
+    """AdamW betas."""
+    eps: float = 1e-8
+    """AdamW epsilon."""
+    weight_decay: float = 0.01
+    """AdamW weight decay."""
+    max_grad_norm: float = 2.0
+    """Gradient clipping norm."""
+    warmup: int = 20
+    """Optimiser steps of linear learning-rate warm-up."""
+    total_updates: int = 1000
+    """Optimiser steps of the whole run; the learning rate decays linearly to
+    ``final_lr_ratio * lr`` at this step (a run sets it from its ``train.steps``)."""
+    final_lr_ratio: float = 0.0
+    """Learning-rate fraction left at ``total_updates``."""
+    dropout: bool = True
+    """Encoders in training mode (dropout on) for the loss forward; acting is always in eval mode."""
+    embed_batch_size: int = 128
+    """Chunks per forward pass when embedding episodes' chunks."""
+
+    def __post_init__(self) -> None:
+        self.betas = (float(self.betas[0]), float(self.betas[1]))
 
 
 def lr_factor(update: int, warmup: int, total: int, final_ratio: float = 0.0) -> float:
@@ -38,7 +60,7 @@ def trainable_params(model: torch.nn.Module) -> list[torch.nn.Parameter]:
 
 
 def scheduled_adamw(
-    params: list[torch.nn.Parameter], settings: OptimizerSettings
+    params: list[torch.nn.Parameter], settings: OptimConfig
 ) -> tuple[torch.optim.AdamW, torch.optim.lr_scheduler.LambdaLR]:
     """AdamW and its warm-up / linear-decay schedule (:func:`lr_factor`)."""
     optimizer = torch.optim.AdamW(

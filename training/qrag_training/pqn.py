@@ -33,17 +33,22 @@ from qrag_integrations.core.model import QRAGModel, eval_mode
 from qrag_training.distributed import DistContext
 from qrag_training.env import FinalObservation, VectorEnv
 from qrag_training.optim import (
+    OptimConfig,
     load_scheduler_state,
     scheduled_adamw,
     scheduler_state,
     trainable_params,
 )
+from qrag_training.policy import sample_actions, soft_greedy_probs, soft_values, uniform_probs
 from qrag_training.returns import q_lambda_returns
+from qrag_training.target_forward import forward_online_and_target
 
 
 @dataclass
-class PQNConfig:
-    """Hyperparameters of the PQN learner (defaults: the paper's BabiLong / contriever run)."""
+class PQNConfig(OptimConfig):
+    """Hyperparameters of the PQN learner (defaults: the paper's BabiLong / contriever run; the
+    optimiser fields are :class:`~qrag_training.optim.OptimConfig`'s, the paper's optimiser values
+    are in ``conf/algo/pqn.yaml``)."""
 
     gamma: float = 0.99
     """Discount."""
@@ -55,23 +60,6 @@ class PQNConfig:
     """Floor of the annealed temperature (it follows the learning rate, which starts near 0)."""
     tau: float = 0.1
     """Polyak rate of the target encoders, applied after every optimiser step."""
-    lr: float = 5e-5
-    """Peak learning rate of AdamW."""
-    betas: tuple[float, float] = (0.9, 0.98)
-    """AdamW betas."""
-    eps: float = 1e-6
-    """AdamW epsilon."""
-    weight_decay: float = 0.01
-    """AdamW weight decay."""
-    max_grad_norm: float = 2.0
-    """Gradient clipping norm."""
-    warmup: int = 1000
-    """Optimiser steps of linear learning-rate warm-up."""
-    total_updates: int = 50_000
-    """Optimiser steps of the whole run; the learning rate decays linearly to
-    ``final_lr_ratio * lr`` at this step."""
-    final_lr_ratio: float = 0.0
-    """Learning-rate fraction left at ``total_updates``."""
     top_k: int = 5
     """The soft-greedy policy and the soft values use only the top-k available chunks."""
     accumulate_grads: int = 1
@@ -85,13 +73,9 @@ class PQNConfig:
     """Environment transitions at the start of training acted uniformly at random."""
     micro_batch: int | None = None
     """Split a rollout's loss into pieces of this many transitions (same gradient, less memory)."""
-    dropout: bool = True
-    """Encoders in training mode (dropout on) for the loss forward; acting is always in eval mode."""
-    embed_batch_size: int = 128
-    """Chunks per forward pass when embedding the chunks of new episodes."""
 
     def __post_init__(self) -> None:
-        self.betas = (float(self.betas[0]), float(self.betas[1]))
+        super().__post_init__()
         if self.accumulate_grads < 1:
             raise ValueError(f"accumulate_grads must be >= 1, got {self.accumulate_grads}")
         if self.top_k < 1:
@@ -100,109 +84,6 @@ class PQNConfig:
             raise ValueError(f"lam must be in [0, 1], got {self.lam}")
         if self.alpha_min <= 0 or self.alpha <= 0:
             raise ValueError("alpha and alpha_min must be > 0")
-
-
-class _Replay(torch.nn.Module):
-    """Stands in for a frozen transformer block: returns a recorded output, computes nothing."""
-
-    def __init__(self, record: dict[str, Any]) -> None:
-        super().__init__()
-        self.record = record
-
-    def forward(self, *args: Any, **kwargs: Any) -> Any:
-        return self.record["out"]
-
-
-def forward_online_and_target(
-    online: MeanPoolEncoder, target: MeanPoolEncoder, frozen: int, batch: dict[str, torch.Tensor]
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Embed one batch with an online encoder and its target copy, computing shared layers once.
-
-    The bottom ``frozen`` blocks are never trained, so they are identical in both encoders: the
-    online pass records the output of the last frozen block and the target pass replays it
-    instead of recomputing the blocks (with ``frozen == 0`` these are two plain passes).
-    """
-    if frozen <= 0:
-        return online(**batch), target(**batch)
-    record: dict[str, Any] = {}
-    online_layers, target_layers = online.layers(), target.layers()
-    hook = online_layers[frozen - 1].register_forward_hook(lambda m, i, o: record.__setitem__("out", o))
-    try:
-        out_online = online(**batch)
-    finally:
-        hook.remove()
-    names = {id(m): n for n, m in target.named_modules()}
-    container = target.get_submodule(names[id(target_layers[0])].rsplit(".", 1)[0])
-    originals = [container[i] for i in range(frozen)]
-    try:
-        for i in range(frozen):
-            container[i] = _Replay(record)
-        out_target = target(**batch)
-    finally:
-        for i, layer in enumerate(originals):
-            container[i] = layer
-    return out_online, out_target
-
-
-# -- pure helpers ---------------------------------------------------------------------------------
-def _masked_top_k(q: torch.Tensor, mask: torch.Tensor, k: int) -> torch.Tensor:
-    """``(B, N)`` bool: the top-``k`` available entries of each row."""
-    masked = q.masked_fill(~mask, float("-inf"))
-    k = min(k, q.shape[-1])
-    idx = masked.topk(k, dim=-1).indices
-    top = torch.zeros_like(mask).scatter_(-1, idx, True)
-    return top & mask
-
-
-def soft_greedy_probs(q: torch.Tensor, mask: torch.Tensor, alpha: float, top_k: int) -> torch.Tensor:
-    """Policy ``softmax((Q - max Q) / alpha)`` restricted to the top-k available chunks.
-
-    Args:
-        q: ``(B, N)`` Q-values (``Q1 + Q2``).
-        mask: ``(B, N)`` bool, available chunks; every row needs at least one.
-        alpha: temperature.
-        top_k: size of the candidate set.
-
-    Returns:
-        ``(B, N)`` float32 probabilities, zero outside the candidate set.
-    """
-    q = q.to(torch.float32)
-    keep = _masked_top_k(q, mask, top_k)
-    logits = (q - q.masked_fill(~keep, float("-inf")).amax(-1, keepdim=True)) / alpha
-    return logits.masked_fill(~keep, float("-inf")).softmax(-1)
-
-
-def uniform_probs(mask: torch.Tensor) -> torch.Tensor:
-    """Uniform distribution over the available chunks of each row."""
-    m = mask.to(torch.float32)
-    return m / m.sum(-1, keepdim=True).clamp(min=1.0)
-
-
-def sample_actions(probs: torch.Tensor, rng: np.random.Generator) -> np.ndarray:
-    """One index per row of ``probs`` drawn with a numpy generator (device-independent)."""
-    p = probs.detach().to("cpu", torch.float64).numpy()
-    cum = np.cumsum(p, axis=-1)
-    u = rng.random(p.shape[0]) * cum[:, -1]
-    actions = (cum < u[:, None]).sum(-1)
-    # Guard against rounding at the upper end: never return a zero-probability index.
-    last = np.array([np.flatnonzero(row > 0)[-1] for row in p])
-    return np.minimum(actions, last).astype(np.int64)
-
-
-def soft_values(
-    q1: torch.Tensor, q2: torch.Tensor, mask: torch.Tensor, alpha: float, top_k: int
-) -> torch.Tensor:
-    """``V = sum_h alpha * logsumexp(Q_h / alpha)`` over each head's top-k available chunks.
-
-    Rows without any available chunk get 0 (such states only follow terminations).
-    """
-    out = torch.zeros(q1.shape[0], dtype=torch.float32, device=q1.device)
-    any_left = mask.any(-1)
-    for q in (q1.to(torch.float32), q2.to(torch.float32)):
-        keep = _masked_top_k(q, mask, top_k)
-        v = alpha * torch.logsumexp(q.masked_fill(~keep, float("-inf")) / alpha, dim=-1)
-        out = out + torch.where(any_left, v, torch.zeros_like(v))
-    return out
 
 
 @dataclass

@@ -41,7 +41,7 @@ _ENV_MODEL_FIELDS = (
 _MODEL_FIELDS = ("base_model", "trainable_layers", "output_scale", "normalize", "question_weight", "rope_theta")
 #: ``algo.kind`` values: the learner each builds its config for.
 ALGO_KINDS = ("pqn", "next_hop")
-#: Eval metrics that can select ``out_dir/best`` (keys of :func:`qrag_training.evaluate.summarize`).
+#: Eval metrics that can select ``out_dir/best`` (keys of :func:`qrag_training.metrics.summarize`).
 CHECKPOINT_METRICS = ("fact_em", "fact_em_at_facts", "fact_f1", "reward")
 
 

@@ -23,7 +23,6 @@ import contextlib
 import json
 import logging
 import math
-import random
 import sys
 import time
 from collections.abc import Sequence
@@ -36,10 +35,23 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
-from qrag_integrations.core.atomic import write_text_atomic
-from qrag_integrations.core.loading import load_model
 from qrag_integrations.cli_errors import one_line_errors
-from qrag_integrations.core.model import QRAGModel
+from qrag_integrations.core.atomic import write_text_atomic
+from qrag_training.baselines import greedy_retrieve
+from qrag_training.distributed import (
+    context_from_env,
+    init_distributed,
+    quiet_other_ranks,
+    rank_device,
+    rank_seed,
+    reduce_record,
+    shutdown,
+)
+from qrag_training.env import EpisodeStream, RetrievalEnv, VectorEnv
+from qrag_training.evaluate import CLI_INPUT_ERRORS
+from qrag_training.metrics import summarize
+from qrag_training.next_hop import NextHopLearner
+from qrag_training.pqn import PQNAgent
 from qrag_training.run_folder import (
     METRICS_FILE,
     TB_DIR,
@@ -50,18 +62,7 @@ from qrag_training.run_folder import (
     save_run_checkpoint,
     set_rng_state,
 )
-from qrag_training.distributed import (
-    context_from_env,
-    init_distributed,
-    quiet_other_ranks,
-    rank_device,
-    rank_seed,
-    shutdown,
-)
-from qrag_training.env import EpisodeStream, RetrievalEnv, VectorEnv
-from qrag_training.evaluate import CLI_INPUT_ERRORS, greedy_retrieve, summarize
-from qrag_training.next_hop import NextHopLearner
-from qrag_training.pqn import PQNAgent
+from qrag_training.run_model import build_run_model, seed_everything
 from qrag_training.settings import (
     algo_kind,
     env_settings_from,
@@ -76,21 +77,6 @@ from qrag_training.settings import (
 )
 
 logger = logging.getLogger("qrag_training.train")
-
-_MODEL_KEYS_THAT_MAY_DIFFER = ("extra",)
-#: Settings a run that starts from another checkpoint (``init_from``) sets itself: token budgets
-#: and question anchoring are read by the search, not baked into the weights.
-_SETTINGS_TAKEN_FROM_RUN = ("max_state_tokens", "max_chunk_tokens", "question_weight")
-
-
-def seed_everything(seed: int) -> None:
-    """Seed python, numpy and torch (CPU and CUDA)."""
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
-    if torch.cuda.is_available():
-        torch.cuda.manual_seed_all(seed)
-
 
 class Trainer:
     """Builds everything from a composed config and runs the training loop."""
@@ -118,17 +104,10 @@ class Trainer:
         if run.resume and not self.resuming and ctx.is_main:
             logger.warning("resume=true but %s has no training state: starting a new run", last)
             self._trim_metrics(-1)  # rows of a run killed before its first save
-        model_config = model_config_from(cfg)
         start_from = str(last) if self.resuming else run.init_from
         if start_from:
             logger.info("%s from %s", "resuming" if self.resuming else "starting", start_from)
-            model = load_model(str(start_from), device=self.device)
-            if not self.resuming:
-                for key in _SETTINGS_TAKEN_FROM_RUN:
-                    setattr(model.config, key, getattr(model_config, key))
-            self._check_same_model(model_config, model, start_from)
-        else:
-            model = QRAGModel.from_base(model_config, device=self.device)
+        model = build_run_model(model_config_from(cfg), start_from, self.resuming, self.device)
         model.config.extra = {"trainer": "qrag_training", "train_config": to_container(cfg)}
         ctx.broadcast_module(model)  # identical weights on every rank before targets are copied
         self.model = model.eval()
@@ -187,15 +166,6 @@ class Trainer:
             )
 
     # -- helpers --------------------------------------------------------------------------------
-    def _check_same_model(self, wanted: Any, model: QRAGModel, source: str) -> None:
-        have, want = model.config.to_dict(), wanted.to_dict()
-        diff = {k: (have[k], want[k]) for k in want if k not in _MODEL_KEYS_THAT_MAY_DIFFER and have[k] != want[k]}
-        if diff:
-            raise ValueError(
-                f"cannot start from {source}: the config asks for a different model than it "
-                f"holds (field: (checkpoint, config)): {diff}"
-            )
-
     def _trim_metrics(self, step: int) -> None:
         """Drop metric records written after the checkpoint a resumed run starts from (and a
         line torn by a killed process)."""
@@ -343,7 +313,7 @@ class Trainer:
             if callable(feedback_stats):  # e.g. the LLM reward's reader calls and cache hits
                 record.update({f"feedback/{k}": v for k, v in feedback_stats().items()})
             if ctx.enabled:
-                record.update(self._reduced(returns, solved, window))
+                record.update(reduce_record(self.dist, returns, solved, window))
             if due_eval and ctx.is_main:
                 self._eval_and_save(record)
             # Logged before `last` is saved: a run killed in between resumes from the previous
@@ -367,22 +337,6 @@ class Trainer:
         if self.writer is not None:
             self.writer.close()
         return record
-
-    def _reduced(self, returns: list[float], solved: list[bool], window: dict[str, list[float]]) -> dict[str, Any]:
-        """Record fields over all ranks' episodes and steps (a collective: every rank calls it)."""
-        keys = list(window)
-        sums = self.dist.sum_floats(
-            [sum(returns), len(returns), float(sum(solved))]
-            + [x for k in keys for x in (sum(window[k]), len(window[k]))]
-        )
-        out: dict[str, Any] = {"episodes": int(sums[1])}
-        out["reward"] = sums[0] / sums[1] if sums[1] else None
-        out["success"] = sums[2] / sums[1] if sums[1] else None
-        for i, k in enumerate(keys):
-            total, count = sums[3 + 2 * i], sums[4 + 2 * i]
-            if count:
-                out[k] = total / count
-        return out
 
 
 def run(cfg: DictConfig, prog: str | None = None) -> dict[str, Any]:

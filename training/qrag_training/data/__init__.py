@@ -8,18 +8,9 @@ their published formats, and your own JSONL corpus (:mod:`.custom`). :func:`load
 dispatches by name.
 """
 
-from qrag_training.data.babi import (
-    LOCATIONS,
-    NAMES,
-    OBJECTS,
-    TASKS,
-    BabiSample,
-    answer_question,
-    generate_babi,
-    parse_babi_format,
-    parse_fact,
-    write_babi_format,
-)
+from qrag_training.data.babi import BabiSample, generate_babi, parse_babi_format, write_babi_format
+from qrag_training.data.babi_answers import answer_question
+from qrag_training.data.babi_world import LOCATIONS, NAMES, OBJECTS, TASKS, parse_fact
 from qrag_training.data.babilong import (
     TOKENS_PER_SENTENCE,
     babilong_dataset,

@@ -36,7 +36,7 @@ import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from qrag_training.data.babi import LOCATIONS, NAMES, OBJECTS
+from qrag_training.data.babi_world import LOCATIONS, NAMES, OBJECTS
 
 SHAKESPEARE, BIBLE, MIXED = "shakespeare", "bible", "mixed"
 NOISE_KINDS: tuple[str, ...] = (SHAKESPEARE, BIBLE, MIXED)

@@ -1,0 +1,111 @@
+"""The retrievers ``qrag-eval`` and the benchmarks compare, over each episode's own chunks:
+greedy multi-step Q-RAG (the product's search: :class:`~qrag_integrations.core.search.MultiStepSearcher`),
+single-step dense top-k and single-step BM25 top-k."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import torch
+
+from qrag_integrations.core.index import ChunkIndex
+from qrag_integrations.core.model import QRAGModel, eval_mode
+from qrag_integrations.core.search import MultiStepSearcher
+from qrag_training.data.episode import Episode
+from qrag_training.metrics import Retrieval
+
+#: ``--baseline`` choices of ``qrag-eval``.
+BASELINES = ("base", "dense", "bm25", "none")
+#: Baselines whose scores are not Q-values (a ``q>=T`` chunk selection is refused for them).
+NOT_Q_VALUES = ("dense", "bm25", "none")
+#: Chunk texts -> ``(len(texts), D)`` chunk embeddings.
+ChunkEmbedder = Callable[[Sequence[str]], torch.Tensor]
+
+
+def _chunk_embedder(model: QRAGModel, batch_size: int) -> ChunkEmbedder:
+    """The model's own chunk encoder, ``batch_size`` chunks per forward pass."""
+    return lambda texts: model.embed_chunks(texts, batch_size=batch_size)
+
+
+@torch.inference_mode()
+def greedy_retrieve(
+    model: QRAGModel,
+    episodes: Sequence[Episode],
+    steps: int,
+    batch_size: int = 16,
+    stop_threshold: float | None = None,
+    embed_batch_size: int = 128,
+    embed: ChunkEmbedder | None = None,
+) -> list[Retrieval]:
+    """Greedy multi-step Q-RAG retrieval with the retriever's own search
+    (:meth:`MultiStepSearcher.search_each`), ``batch_size`` episodes at a time.
+
+    Args:
+        model: the Q-RAG model (its config fixes positions and the state text).
+        episodes: episodes to retrieve for; each one's chunks form its own index.
+        steps: maximum picks per episode.
+        batch_size: episodes whose states are embedded together.
+        stop_threshold: if set, stop an episode before a pick whose Q-value is below it (as
+            ``QRAGRetriever(stop_threshold=...)``; an episode can then pick nothing).
+        embed_batch_size: chunks per forward pass when embedding.
+        embed: chunk texts -> their embeddings with this model's chunk encoder, instead of
+            ``model.embed_chunks`` (e.g. a benchmark's cache of pre-embedded noise sentences).
+    """
+    embed = embed or _chunk_embedder(model, embed_batch_size)
+    results: list[Retrieval] = []
+    with eval_mode(model):
+        for start in range(0, len(episodes), batch_size):
+            batch = list(episodes[start : start + batch_size])
+            sizes = [len(e.chunks) for e in batch]
+            chunk_emb = embed([c for e in batch for c in e.chunks]).split(sizes)
+            indexes = []
+            for episode, emb in zip(batch, chunk_emb):
+                index = ChunkIndex(model.embedding_dim, device=model.device)
+                index.add(episode.chunks, emb, ids=[str(i) for i in range(len(episode.chunks))])
+                indexes.append(index)
+            searcher = MultiStepSearcher(model, indexes[0])
+            hits = searcher.search_each([e.question for e in batch], indexes, steps, stop_threshold)
+            results += [Retrieval([int(h.chunk.id) for h in row], [h.q_value for h in row]) for row in hits]
+    return results
+
+
+@torch.inference_mode()
+def dense_retrieve(
+    model: QRAGModel,
+    episodes: Sequence[Episode],
+    k: int,
+    embed_batch_size: int = 128,
+    embed: ChunkEmbedder | None = None,
+) -> list[Retrieval]:
+    """Single-step dense top-``k`` by cosine of question vs chunk mean-pooled embeddings.
+
+    The question goes through the state encoder and chunks through the chunk encoder (or
+    ``embed``, as in :func:`greedy_retrieve`); for an untrained model both are the base encoder.
+    """
+    embed = embed or _chunk_embedder(model, embed_batch_size)
+    results = []
+    with eval_mode(model):
+        for episode in episodes:
+            chunks = torch.nn.functional.normalize(embed(episode.chunks).float(), dim=-1)
+            query = torch.nn.functional.normalize(model.embed_states([episode.question]).float(), dim=-1)
+            scores = (query @ chunks.T)[0]
+            top = torch.topk(scores, min(k, len(episode.chunks)))
+            results.append(Retrieval(top.indices.tolist(), top.values.tolist()))
+    return results
+
+
+def bm25_retrieve(episodes: Sequence[Episode], k: int) -> list[Retrieval]:
+    """Single-step BM25 top-``k`` over each episode's chunks (``bm25s``, English stop words)."""
+    import bm25s
+
+    results = []
+    for episode in episodes:
+        retriever = bm25s.BM25()
+        retriever.index(bm25s.tokenize(episode.chunks, stopwords="en", show_progress=False), show_progress=False)
+        query = bm25s.tokenize([episode.question], stopwords="en", return_ids=False, show_progress=False)
+        docs, scores = retriever.retrieve(query, k=min(k, len(episode.chunks)), show_progress=False)
+        results.append(Retrieval([int(i) for i in docs[0]], [float(s) for s in scores[0]]))
+    return results
+
+
+# -- CLI ------------------------------------------------------------------------------------------
