@@ -30,7 +30,9 @@ def _grid(cells: list[dict]) -> tuple[list[str], list[int]]:
     return tasks, lengths
 
 
-def averages(result: dict, suite: str, value: Callable[[dict], float]) -> dict[str, dict[int, float]]:
+def averages(
+    result: dict, suite: str, value: Callable[[dict], float]
+) -> dict[str, dict[int, float]]:
     """Per method and length: the mean over tasks of ``value(method row)`` (lengths where every
     task ran only)."""
     cells = _cells(result, suite)
@@ -38,7 +40,9 @@ def averages(result: dict, suite: str, value: Callable[[dict], float]) -> dict[s
     out: dict[str, dict[int, float]] = {}
     for name in result["methods"]:
         for length in lengths:
-            rows = [c["methods"][name] for c in cells if c["tokens"] == length and name in c["methods"]]
+            rows = [
+                c["methods"][name] for c in cells if c["tokens"] == length and name in c["methods"]
+            ]
             if len(rows) == len(tasks):
                 out.setdefault(name, {})[length] = statistics.mean(value(r) for r in rows)
     return out
@@ -56,13 +60,24 @@ def average_table(result: dict) -> str:
     em_f = averages(result, "babilong", lambda r: r["em@facts"])
     em_b = averages(result, "babilong", lambda r: r["em@budget"])
     head = "| method | " + " | ".join(_tokens(t) for t in lengths) + " |"
-    lines = [head, "|---|" + "---:|" * len(lengths),
-             "| *samples per task* | " + " | ".join(_samples(cells, t) for t in lengths) + " |"]
+    lines = [
+        head,
+        "|---|" + "---:|" * len(lengths),
+        "| *samples per task* | " + " | ".join(_samples(cells, t) for t in lengths) + " |",
+    ]
     for name in em_f:
-        lines.append(f"| {name} | " + " | ".join(
-            f"{em_f[name][t]:.3f} / {em_b[name][t]:.3f}" if t in em_f[name] else "" for t in lengths) + " |")
-    return (f"{', '.join(tasks)} average, fact EM at the number of facts / at {result['steps']} picks\n\n"
-            + "\n".join(lines))
+        lines.append(
+            f"| {name} | "
+            + " | ".join(
+                f"{em_f[name][t]:.3f} / {em_b[name][t]:.3f}" if t in em_f[name] else ""
+                for t in lengths
+            )
+            + " |"
+        )
+    return (
+        f"{', '.join(tasks)} average, fact EM at the number of facts / at {result['steps']} picks\n\n"
+        + "\n".join(lines)
+    )
 
 
 def _method_rows(result: dict, cells: list[dict], cell_text: Callable[[dict], str]) -> list[str]:
@@ -84,8 +99,10 @@ def task_table(result: dict) -> str:
     """Every task and method (rows) by length (columns): EM@facts / EM@budget."""
     cells = _cells(result, "babilong")
     _, lengths = _grid(cells)
-    lines = ["| task | method | " + " | ".join(_tokens(t) for t in lengths) + " |",
-             "|---|---|" + "---:|" * len(lengths)]
+    lines = [
+        "| task | method | " + " | ".join(_tokens(t) for t in lengths) + " |",
+        "|---|---|" + "---:|" * len(lengths),
+    ]
     lines += _method_rows(result, cells, lambda m: f"{m['em@facts']:.2f} / {m['em@budget']:.2f}")
     return "\n".join(lines)
 
@@ -95,20 +112,31 @@ def stop_table(result: dict) -> str:
     stop_threshold and length."""
     cells = _cells(result, "babilong")
     tasks, lengths = _grid(cells)
-    lines = ["| method | stop_threshold | tokens | EM | recall | mean steps | facts per question |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| method | stop_threshold | tokens | EM | recall | mean steps | facts per question |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
     for name in result["methods"]:
         for i, threshold in enumerate(result["stop_thresholds"]):
             for t in lengths:
-                rows = [c["methods"][name].get("stop") for c in cells if c["tokens"] == t and name in c["methods"]]
+                rows = [
+                    c["methods"][name].get("stop")
+                    for c in cells
+                    if c["tokens"] == t and name in c["methods"]
+                ]
                 if not rows or None in rows:
                     continue
                 rows = [r[i] for r in rows]
                 facts = statistics.mean(c["facts"] for c in cells if c["tokens"] == t)
-                lines.append(f"| {name} | {threshold:g} | {_tokens(t)} | {statistics.mean(r['em'] for r in rows):.3f} | "
-                             f"{statistics.mean(r['recall'] for r in rows):.3f} | "
-                             f"{statistics.mean(r['mean_steps'] for r in rows):.2f} | {facts:.2f} |")
-    return f"with stop_threshold (at most {result['steps']} picks), {', '.join(tasks)} average\n\n" + "\n".join(lines)
+                lines.append(
+                    f"| {name} | {threshold:g} | {_tokens(t)} | {statistics.mean(r['em'] for r in rows):.3f} | "
+                    f"{statistics.mean(r['recall'] for r in rows):.3f} | "
+                    f"{statistics.mean(r['mean_steps'] for r in rows):.2f} | {facts:.2f} |"
+                )
+    return (
+        f"with stop_threshold (at most {result['steps']} picks), {', '.join(tasks)} average\n\n"
+        + "\n".join(lines)
+    )
 
 
 def ruler_table(result: dict) -> str:
@@ -116,19 +144,28 @@ def ruler_table(result: dict) -> str:
     the step budget."""
     cells = _cells(result, "ruler")
     _, lengths = _grid(cells)
-    lines = ["| variant | method | " + " | ".join(_tokens(t) for t in lengths) + " |",
-             "|---|---|" + "---:|" * len(lengths),
-             "| *samples* | | " + " | ".join(_samples(cells, t) for t in lengths) + " |"]
-    lines += _method_rows(result, cells, lambda m: f"{m['recall@facts']:.2f} / {m['recall@budget']:.2f}")
-    return (f"needle recall with as many picks as needles / with {result['steps']} picks\n\n" + "\n".join(lines))
+    lines = [
+        "| variant | method | " + " | ".join(_tokens(t) for t in lengths) + " |",
+        "|---|---|" + "---:|" * len(lengths),
+        "| *samples* | | " + " | ".join(_samples(cells, t) for t in lengths) + " |",
+    ]
+    lines += _method_rows(
+        result, cells, lambda m: f"{m['recall@facts']:.2f} / {m['recall@budget']:.2f}"
+    )
+    return (
+        f"needle recall with as many picks as needles / with {result['steps']} picks\n\n"
+        + "\n".join(lines)
+    )
 
 
 def timing_table(result: dict) -> str:
     """Seconds per method and length, summed over the cells of both suites, and per sample; the
     one-off pool embedding of each model apart."""
     lengths = sorted({c["tokens"] for c in result["cells"]})
-    lines = ["| method | pool embedding (once) | " + " | ".join(_tokens(t) for t in lengths) + " |",
-             "|---|---:|" + "---:|" * len(lengths)]
+    lines = [
+        "| method | pool embedding (once) | " + " | ".join(_tokens(t) for t in lengths) + " |",
+        "|---|---:|" + "---:|" * len(lengths),
+    ]
     for name in result["methods"]:
         pool = result["pool_embedding"].get(name)
         row = []
@@ -136,17 +173,25 @@ def timing_table(result: dict) -> str:
             cells = [c for c in result["cells"] if c["tokens"] == t and name in c["methods"]]
             secs, n = sum(c["methods"][name]["seconds"] for c in cells), sum(c["n"] for c in cells)
             row.append(f"{secs:.0f} s ({secs / n:.2f} s/sample)")
-        pooled = f"{pool['seconds']:.0f} s{' (cached)' if pool['cache_hit'] else ''}" if pool else ""
+        pooled = (
+            f"{pool['seconds']:.0f} s{' (cached)' if pool['cache_hit'] else ''}" if pool else ""
+        )
         lines.append(f"| {name} | {pooled} | " + " | ".join(row) + " |")
-    return ("wall time per method and length (all cells of that length), "
-            f"{result['machine']['threads']} torch thread(s)\n\n" + "\n".join(lines))
+    return (
+        "wall time per method and length (all cells of that length), "
+        f"{result['machine']['threads']} torch thread(s)\n\n" + "\n".join(lines)
+    )
 
 
 def report(result: dict) -> str:
     """Every table of a result, in Markdown."""
     m = result["machine"]
-    parts = [f"BabiLong-style benchmark, split {result['split']} (seed {result['seed']}), mode {result['mode']}; "
-             f"{m['threads']} torch thread(s), {m['cpu_count']} CPUs; noise pool {result['pool']['sentences']} sentences"]
+    parts = [
+        (
+            f"BabiLong-style benchmark, split {result['split']} (seed {result['seed']}), mode {result['mode']}; "
+            f"{m['threads']} torch thread(s), {m['cpu_count']} CPUs; noise pool {result['pool']['sentences']} sentences"
+        )
+    ]
     if _cells(result, "babilong"):
         parts += [average_table(result), task_table(result), stop_table(result)]
     if _cells(result, "ruler"):
@@ -167,7 +212,9 @@ def merge(results: list[dict]) -> dict:
     key = ("seed", "steps", "methods", "stop_thresholds")
     for other in results[1:]:
         if any(other[k] != first[k] for k in key):
-            raise ValueError(f"cannot merge runs that differ in {[k for k in key if other[k] != first[k]]}")
+            raise ValueError(
+                f"cannot merge runs that differ in {[k for k in key if other[k] != first[k]]}"
+            )
     cells: dict[tuple, dict] = {}
     for r in results:
         cells.update({(c["suite"], c["task"], c["tokens"]): c for c in r["cells"]})
@@ -186,10 +233,14 @@ def plot(result: dict, path: Path) -> None:
 
     panels = []
     if _cells(result, "babilong"):
-        panels += [("babilong", "em@facts", "qa1-qa5: fact EM, k = number of facts"),
-                   ("babilong", "em@budget", f"qa1-qa5: fact EM, k = {result['steps']}")]
+        panels += [
+            ("babilong", "em@facts", "qa1-qa5: fact EM, k = number of facts"),
+            ("babilong", "em@budget", f"qa1-qa5: fact EM, k = {result['steps']}"),
+        ]
     if _cells(result, "ruler"):
-        panels.append(("ruler", "recall@budget", f"RULER NIAH: needle recall, k = {result['steps']}"))
+        panels.append(
+            ("ruler", "recall@budget", f"RULER NIAH: needle recall, k = {result['steps']}")
+        )
     fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4), squeeze=False)
     for ax, (suite, metric, title) in zip(axes[0], panels):
         for name, series in averages(result, suite, lambda r, metric=metric: r[metric]).items():
@@ -202,7 +253,9 @@ def plot(result: dict, path: Path) -> None:
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("mean over tasks")
     axes[0][-1].legend(fontsize=8)
-    fig.suptitle(f"split {result['split']}, MiniLM-based retrievers, {result['machine']['threads']} CPU thread(s)")
+    fig.suptitle(
+        f"split {result['split']}, MiniLM-based retrievers, {result['machine']['threads']} CPU thread(s)"
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -210,8 +263,12 @@ def plot(result: dict, path: Path) -> None:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("results", type=Path, nargs="+",
-                   help="bench_babilong.py JSONs of one split; cells of later ones replace earlier ones (see merge)")
+    p.add_argument(
+        "results",
+        type=Path,
+        nargs="+",
+        help="bench_babilong.py JSONs of one split; cells of later ones replace earlier ones (see merge)",
+    )
     p.add_argument("--plot", type=Path, help="also draw the length plot here")
     args = p.parse_args()
     result = merge([json.loads(r.read_text(encoding="utf-8")) for r in args.results])

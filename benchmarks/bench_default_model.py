@@ -22,14 +22,19 @@ from collections.abc import Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import common  # noqa: E402  (sets the offline environment before transformers loads)
-from qrag_training.evaluate import build_parser, run  # noqa: E402
+import common
+from qrag_training.evaluate import build_parser, run
 
 
 def main(argv: Sequence[str] | None = None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--model", action="append", required=True, metavar="NAME=CHECKPOINT",
-                   help="a checkpoint folder or an encoder name (untrained; e.g. packaged:all-MiniLM-L6-v2)")
+    p.add_argument(
+        "--model",
+        action="append",
+        required=True,
+        metavar="NAME=CHECKPOINT",
+        help="a checkpoint folder or an encoder name (untrained; e.g. packaged:all-MiniLM-L6-v2)",
+    )
     p.add_argument("--tasks", default="qa1,qa2,qa3", help="comma-separated bAbI tasks")
     p.add_argument("--steps", default="2,6", help="comma-separated pick budgets")
     p.add_argument("--tokens", type=int, default=4000, help="haystack length per episode")
@@ -44,14 +49,42 @@ def main(argv: Sequence[str] | None = None) -> dict:
         for steps in [int(s) for s in args.steps.split(",")]:
             for name, checkpoint in models.items():
                 eval_args = build_parser().parse_args(
-                    [checkpoint, "--env", "babilong", "--set", f"env.task={task}",
-                     "--set", f"env.eval_target_tokens={args.tokens}", "--n", str(args.n),
-                     "--seed", str(args.seed), "--steps", str(steps), "--threads", str(args.threads)])
+                    [
+                        checkpoint,
+                        "--env",
+                        "babilong",
+                        "--set",
+                        f"env.task={task}",
+                        "--set",
+                        f"env.eval_target_tokens={args.tokens}",
+                        "--n",
+                        str(args.n),
+                        "--seed",
+                        str(args.seed),
+                        "--steps",
+                        str(steps),
+                        "--threads",
+                        str(args.threads),
+                    ]
+                )
                 summary = run(eval_args)
-                rows.append({"model": name, "checkpoint": checkpoint, "task": task, "steps": steps,
-                             **{k: summary[k] for k in ("fact_em", "fact_f1", "mean_steps", "n", "seconds")}})
-                print(f"{task} {steps} picks {name:>10}: fact EM {summary['fact_em']:.3f} "
-                      f"F1 {summary['fact_f1']:.3f} ({summary['seconds']:.0f} s)", flush=True)
+                rows.append(
+                    {
+                        "model": name,
+                        "checkpoint": checkpoint,
+                        "task": task,
+                        "steps": steps,
+                        **{
+                            k: summary[k]
+                            for k in ("fact_em", "fact_f1", "mean_steps", "n", "seconds")
+                        },
+                    }
+                )
+                print(
+                    f"{task} {steps} picks {name:>10}: fact EM {summary['fact_em']:.3f} "
+                    f"F1 {summary['fact_f1']:.3f} ({summary['seconds']:.0f} s)",
+                    flush=True,
+                )
     result = {
         "benchmark": "default_model_babi",
         "tokens": args.tokens,
@@ -71,13 +104,17 @@ def main(argv: Sequence[str] | None = None) -> dict:
 def markdown_table(result: dict) -> str:
     """One row per task and pick budget, one column per model: fact EM / F1."""
     models = list(result["models"])
-    lines = ["| task | picks | " + " | ".join(f"{m}: fact EM / F1" for m in models) + " |",
-             "|---|---|" + "---|" * len(models)]
+    lines = [
+        "| task | picks | " + " | ".join(f"{m}: fact EM / F1" for m in models) + " |",
+        "|---|---|" + "---|" * len(models),
+    ]
     keys = dict.fromkeys((r["task"], r["steps"]) for r in result["rows"])
     for task, steps in keys:
         cells = []
         for m in models:
-            r = next(r for r in result["rows"] if (r["task"], r["steps"], r["model"]) == (task, steps, m))
+            r = next(
+                r for r in result["rows"] if (r["task"], r["steps"], r["model"]) == (task, steps, m)
+            )
             cells.append(f"{r['fact_em']:.3f} / {r['fact_f1']:.3f}")
         lines.append(f"| {task} | {steps} | " + " | ".join(cells) + " |")
     return "\n".join(lines)

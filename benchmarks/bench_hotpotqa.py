@@ -44,23 +44,26 @@ from collections.abc import Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import common  # noqa: E402  (sets the offline environment before transformers loads)
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-from common import em_recall, embed_once, stop_metrics  # noqa: E402
-from hotpotqa_report import methods_table  # noqa: E402
-from qrag_training.data.episode import Episode  # noqa: E402
-from qrag_training.data.hotpotqa import load_hotpotqa  # noqa: E402
-from qrag_training.metrics import fact_metrics  # noqa: E402
+import common
+import numpy as np
+import torch
+from common import em_recall, embed_once, stop_metrics
+from hotpotqa_report import methods_table
+from qrag_training.data.episode import Episode
+from qrag_training.data.hotpotqa import load_hotpotqa
+from qrag_training.metrics import fact_metrics
 
-from qrag_integrations.core.checkpoint import load_model  # noqa: E402
-from qrag_integrations.core.defaults import default_checkpoint  # noqa: E402
-from qrag_integrations.core.index import ChunkIndex  # noqa: E402
-from qrag_integrations.core.model import QRAGModel  # noqa: E402
-from qrag_integrations.core.search import MultiStepSearcher  # noqa: E402
+from qrag_integrations.core.defaults import default_checkpoint
+from qrag_integrations.core.index import ChunkIndex
+from qrag_integrations.core.loading import load_model
+from qrag_integrations.core.model import QRAGModel
+from qrag_integrations.core.search import MultiStepSearcher
 
 KS = (1, 2, 4)
-MODES = {"quick": {"per_question": 300, "pooled": 200}, "full": {"per_question": None, "pooled": None}}
+MODES = {
+    "quick": {"per_question": 300, "pooled": 200},
+    "full": {"per_question": None, "pooled": None},
+}
 SEARCH_BATCH = 32  # questions whose states are encoded together in the pooled index
 
 
@@ -103,8 +106,12 @@ def bm25_picks(problem: Problem, k: int) -> list[list[int]]:
     def top(texts_idx: list[int], question: str, retriever=None) -> list[int]:
         if retriever is None:
             retriever = bm25s.BM25()
-            retriever.index(bm25s.tokenize([problem.texts[i] for i in texts_idx], stopwords="en",
-                                           show_progress=False), show_progress=False)
+            retriever.index(
+                bm25s.tokenize(
+                    [problem.texts[i] for i in texts_idx], stopwords="en", show_progress=False
+                ),
+                show_progress=False,
+            )
         q = bm25s.tokenize([question], stopwords="en", return_ids=False, show_progress=False)
         docs, _ = retriever.retrieve(q, k=min(k, len(texts_idx)), show_progress=False)
         return [texts_idx[int(i)] for i in docs[0]]
@@ -113,12 +120,16 @@ def bm25_picks(problem: Problem, k: int) -> list[list[int]]:
         return [top(c, q) for c, q in zip(problem.candidates, problem.questions)]
     everything = list(range(len(problem.texts)))
     retriever = bm25s.BM25()
-    retriever.index(bm25s.tokenize(problem.texts, stopwords="en", show_progress=False), show_progress=False)
+    retriever.index(
+        bm25s.tokenize(problem.texts, stopwords="en", show_progress=False), show_progress=False
+    )
     return [top(everything, q, retriever) for q in problem.questions]
 
 
 @torch.inference_mode()
-def dense_picks(model: QRAGModel, chunk_emb: torch.Tensor, problem: Problem, k: int) -> list[list[int]]:
+def dense_picks(
+    model: QRAGModel, chunk_emb: torch.Tensor, problem: Problem, k: int
+) -> list[list[int]]:
     """Cosine top-k of the bare question against each candidate."""
     chunks = torch.nn.functional.normalize(chunk_emb.float(), dim=-1)
     out = []
@@ -146,14 +157,20 @@ def qrag_picks(
     their Q-values."""
     rows = []
     if problem.candidates is None:
-        searcher = MultiStepSearcher(model, _index(problem.texts, chunk_emb, list(range(len(problem.texts)))))
+        searcher = MultiStepSearcher(
+            model, _index(problem.texts, chunk_emb, list(range(len(problem.texts))))
+        )
         for start in range(0, len(problem.questions), SEARCH_BATCH):
             rows += searcher.search(problem.questions[start : start + SEARCH_BATCH], k)
     else:
         for question, cand in zip(problem.questions, problem.candidates):
-            searcher = MultiStepSearcher(model, _index([problem.texts[i] for i in cand], chunk_emb[cand], cand))
+            searcher = MultiStepSearcher(
+                model, _index([problem.texts[i] for i in cand], chunk_emb[cand], cand)
+            )
             rows += searcher.search([question], k)
-    return [[int(h.chunk.id) for h in row] for row in rows], [[h.q_value for h in row] for row in rows]
+    return [[int(h.chunk.id) for h in row] for row in rows], [
+        [h.q_value for h in row] for row in rows
+    ]
 
 
 # -- driver -----------------------------------------------------------------------------------
@@ -170,14 +187,36 @@ def check_dense_matches_sentence_transformers(model: QRAGModel, texts: list[str]
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--mode", choices=MODES, default="quick", help="quick: 300 / 200 questions; full: the whole split")
-    p.add_argument("--split", choices=("val", "eval"), default="eval",
-                   help="val = validation slice of the training side (choose here); eval = held-out bucket 0")
-    p.add_argument("--checkpoint", action="append", default=[], metavar="NAME=PATH", help="a Q-RAG checkpoint (repeatable)")
-    p.add_argument("--question-weights", default="", help="comma-separated question_weight values of extra untrained variants")
+    p.add_argument(
+        "--mode",
+        choices=MODES,
+        default="quick",
+        help="quick: 300 / 200 questions; full: the whole split",
+    )
+    p.add_argument(
+        "--split",
+        choices=("val", "eval"),
+        default="eval",
+        help="val = validation slice of the training side (choose here); eval = held-out bucket 0",
+    )
+    p.add_argument(
+        "--checkpoint",
+        action="append",
+        default=[],
+        metavar="NAME=PATH",
+        help="a Q-RAG checkpoint (repeatable)",
+    )
+    p.add_argument(
+        "--question-weights",
+        default="",
+        help="comma-separated question_weight values of extra untrained variants",
+    )
     p.add_argument("--k", type=int, default=max(KS), help="steps / top-k")
-    p.add_argument("--stop-thresholds", default="",
-                   help="comma-separated stop_threshold values the checkpoints also report (EM, recall, mean steps)")
+    p.add_argument(
+        "--stop-thresholds",
+        default="",
+        help="comma-separated stop_threshold values the checkpoints also report (EM, recall, mean steps)",
+    )
     p.add_argument("--settings", default="per_question,pooled", help="which settings to run")
     p.add_argument("--limit", type=int, help="at most this many questions per setting (smoke runs)")
     p.add_argument("--threads", type=int, default=2)
@@ -194,7 +233,9 @@ def main(argv: Sequence[str] | None = None) -> dict:
     models: dict[str, QRAGModel] = {"untrained": untrained}
     for w in [float(x) for x in args.question_weights.split(",") if x.strip()]:
         config = dataclasses.replace(untrained.config, question_weight=w)
-        models[f"untrained_w{w:g}"] = QRAGModel(config, untrained.state_encoder, untrained.chunk_encoder, untrained.tokenizer)
+        models[f"untrained_w{w:g}"] = QRAGModel(
+            config, untrained.state_encoder, untrained.chunk_encoder, untrained.tokenizer
+        )
     checkpoints = dict(c.split("=", 1) for c in args.checkpoint)
     for name, path in checkpoints.items():
         models[name] = load_model(path)
@@ -219,33 +260,64 @@ def main(argv: Sequence[str] | None = None) -> dict:
         n = args.limit if n is None else min(n, args.limit or n)
         eps = episodes if n is None else episodes[:n]
         problem = build_problem(eps, pooled=setting == "pooled")
-        print(f"[{setting}] {len(eps)} questions, {len(problem.texts)} distinct paragraphs", flush=True)
+        print(
+            f"[{setting}] {len(eps)} questions, {len(problem.texts)} distinct paragraphs",
+            flush=True,
+        )
         rows: dict[str, dict] = {}
         started = time.perf_counter()
-        rows["bm25"] = metrics(bm25_picks(problem, args.k), problem.gold) | {"seconds": round(time.perf_counter() - started, 1)}
+        rows["bm25"] = metrics(bm25_picks(problem, args.k), problem.gold) | {
+            "seconds": round(time.perf_counter() - started, 1)
+        }
         for name, model in models.items():
             t0 = time.perf_counter()
             emb = embed_once(model, problem.texts, embedded.setdefault(id(model.chunk_encoder), {}))
-            print(f"  embeddings of {len(problem.texts)} paragraphs for {name}: {time.perf_counter() - t0:.0f} s", flush=True)
+            print(
+                f"  embeddings of {len(problem.texts)} paragraphs for {name}: {time.perf_counter() - t0:.0f} s",
+                flush=True,
+            )
             if name == "untrained":
                 t0 = time.perf_counter()
                 rows["dense"] = metrics(dense_picks(model, emb, problem, args.k), problem.gold)
                 rows["dense"]["seconds"] = round(time.perf_counter() - t0, 1)
                 if "st_check_min_cosine" not in result:
-                    result["st_check_min_cosine"] = check_dense_matches_sentence_transformers(model, problem.texts[:64])
+                    result["st_check_min_cosine"] = check_dense_matches_sentence_transformers(
+                        model, problem.texts[:64]
+                    )
             t0 = time.perf_counter()
             picks, q_values = qrag_picks(model, emb, problem, args.k)
             rows[name] = metrics(picks, problem.gold)
             rows[name]["seconds"] = round(time.perf_counter() - t0, 1)
             if name in checkpoints and thresholds:
-                rows[name]["stop"] = [stop_metrics(picks, q_values, problem.gold, t) for t in thresholds]
+                rows[name]["stop"] = [
+                    stop_metrics(picks, q_values, problem.gold, t) for t in thresholds
+                ]
                 for row in rows[name]["stop"]:
-                    print(f"  {name:>16}: stop_threshold {row['stop_threshold']:g}: em {row['em']:.3f} "
-                          f"recall {row['recall']:.3f} mean steps {row['mean_steps']:.2f}", flush=True)
-            print(f"  {name:>16}: " + " ".join(f"{m} {rows[name][m]:.3f}" for m in ("em@2", "em@4", "recall@4")), flush=True)
-        print(f"  {'dense':>16}: " + " ".join(f"{m} {rows['dense'][m]:.3f}" for m in ("em@2", "em@4", "recall@4")), flush=True)
-        print(f"  {'bm25':>16}: " + " ".join(f"{m} {rows['bm25'][m]:.3f}" for m in ("em@2", "em@4", "recall@4")), flush=True)
-        result["settings"][setting] = {"questions": len(eps), "paragraphs": len(problem.texts), "methods": rows}
+                    print(
+                        f"  {name:>16}: stop_threshold {row['stop_threshold']:g}: em {row['em']:.3f} "
+                        f"recall {row['recall']:.3f} mean steps {row['mean_steps']:.2f}",
+                        flush=True,
+                    )
+            print(
+                f"  {name:>16}: "
+                + " ".join(f"{m} {rows[name][m]:.3f}" for m in ("em@2", "em@4", "recall@4")),
+                flush=True,
+            )
+        print(
+            f"  {'dense':>16}: "
+            + " ".join(f"{m} {rows['dense'][m]:.3f}" for m in ("em@2", "em@4", "recall@4")),
+            flush=True,
+        )
+        print(
+            f"  {'bm25':>16}: "
+            + " ".join(f"{m} {rows['bm25'][m]:.3f}" for m in ("em@2", "em@4", "recall@4")),
+            flush=True,
+        )
+        result["settings"][setting] = {
+            "questions": len(eps),
+            "paragraphs": len(problem.texts),
+            "methods": rows,
+        }
 
     out = Path(args.out) if args.out else common.RESULTS / f"hotpotqa_{args.split}_{args.mode}.json"
     common.write_json(out, result)
@@ -269,13 +341,20 @@ def plot(result: dict, path: Path) -> None:
         names = list(methods)
         x = np.arange(len(names))
         for j, metric in enumerate(("em@2", "em@4")):
-            ax.bar(x + (j - 0.5) * 0.38, [methods[n][metric] for n in names], 0.38, label=metric.upper())
+            ax.bar(
+                x + (j - 0.5) * 0.38,
+                [methods[n][metric] for n in names],
+                0.38,
+                label=metric.upper(),
+            )
         ax.set_xticks(x, names, rotation=30, ha="right")
         ax.set_ylim(0, 1)
         block = result["settings"][setting]
         ax.set_title(f"{setting}: {block['questions']} q, {block['paragraphs']} paragraphs")
         ax.legend()
-    fig.suptitle(f"HotpotQA ({result['split']} split), MiniLM, {result['machine']['threads']} CPU threads")
+    fig.suptitle(
+        f"HotpotQA ({result['split']} split), MiniLM, {result['machine']['threads']} CPU threads"
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 

@@ -42,10 +42,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import common  # noqa: E402  (sets the offline environment before transformers loads)
-from bench_babilong import POOL_MAX, SPLIT_SEEDS, Method  # noqa: E402
-from embedding_cache import CACHE_DIR, pool_embedder  # noqa: E402
-from qrag_training.answering import (  # noqa: E402
+import common
+from bench_babilong import POOL_MAX, SPLIT_SEEDS, Method
+from embedding_cache import CACHE_DIR, pool_embedder
+from qrag_training.answering import (
     CHUNK_ORDERS,
     ChunkSelection,
     answer_summary,
@@ -53,20 +53,20 @@ from qrag_training.answering import (  # noqa: E402
     load_reader,
     reader_options,
 )
-from qrag_training.data.babilong import babilong_dataset, tokens_to_sentences  # noqa: E402
-from qrag_training.data.episode import Episode  # noqa: E402
-from qrag_training.data.hotpotqa import load_hotpotqa  # noqa: E402
-from qrag_training.data.noise import MIXED, NoisePool, NoiseSource  # noqa: E402
-from qrag_training.evaluate import answer_episodes  # noqa: E402
-from qrag_training.metrics import Retrieval, summarize  # noqa: E402
+from qrag_training.data.babilong import babilong_dataset, tokens_to_sentences
+from qrag_training.data.episode import Episode
+from qrag_training.data.hotpotqa import load_hotpotqa
+from qrag_training.data.noise import MIXED, NoisePool, NoiseSource
+from qrag_training.evaluate import answer_episodes
+from qrag_training.metrics import Retrieval, summarize
 
-from qrag_integrations.core.atomic import write_json_atomic, write_text_atomic  # noqa: E402
-from qrag_integrations.core.checkpoint import load_model  # noqa: E402
-from qrag_integrations.core.defaults import default_checkpoint  # noqa: E402
-from qrag_integrations.core.model import QRAGModel  # noqa: E402
+from qrag_integrations.core.atomic import write_json_atomic, write_text_atomic
+from qrag_integrations.core.defaults import default_checkpoint
+from qrag_integrations.core.loading import load_model
+from qrag_integrations.core.model import QRAGModel
 from qrag_integrations.llm import (
-    DEFAULT_TEMPLATE,  # noqa: E402
-    Reader,  # noqa: E402
+    DEFAULT_TEMPLATE,
+    Reader,
 )
 
 SUITES = ("babilong", "hotpotqa")
@@ -74,35 +74,80 @@ SUITES = ("babilong", "hotpotqa")
 #: at 4K tokens, document order raised the demo checkpoint's label match with SmolLM2 from 0.17 to
 #: 0.42); HotpotQA paragraphs have no order beyond the retriever's.
 AUTO_ORDER = {"babilong": "document", "hotpotqa": "retrieval"}
-DEFAULT_CHECKPOINTS = {"babilong": {"demo": "packaged:qrag-babi-demo"},
-                       "hotpotqa": {"qrag": "packaged:qrag-hotpotqa-minilm"}}
+DEFAULT_CHECKPOINTS = {
+    "babilong": {"demo": "packaged:qrag-babi-demo"},
+    "hotpotqa": {"qrag": "packaged:qrag-hotpotqa-minilm"},
+}
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--suites", default=",".join(SUITES), help="comma-separated: babilong, hotpotqa")
-    p.add_argument("--reader", default="local", help="reader spec (local, local:PATH, openai:BASE_URL#MODEL, vllm:MODEL)")
-    p.add_argument("--reader-option", dest="reader_options", action="append", default=[], metavar="KEY=VALUE",
-                   help="keyword argument of the reader (JSON value, else a string; repeatable)")
+    p.add_argument(
+        "--reader",
+        default="local",
+        help="reader spec (local, local:PATH, openai:BASE_URL#MODEL, vllm:MODEL)",
+    )
+    p.add_argument(
+        "--reader-option",
+        dest="reader_options",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="keyword argument of the reader (JSON value, else a string; repeatable)",
+    )
     p.add_argument("--reader-batch", type=int, default=16, help="prompts per reader call")
-    p.add_argument("--reader-order", choices=("auto", *CHUNK_ORDERS), default="auto",
-                   help="chunk order in the prompt; auto: document order for BabiLong, retrieval order for HotpotQA")
-    p.add_argument("--answer-chunks", type=chunk_selection_arg, default=ChunkSelection(),
-                   help="all, first:N or q>=T (q>=T applies to the checkpoints only; others see all)")
-    p.add_argument("--checkpoint", action="append", default=[], metavar="SUITE:NAME=PATH",
-                   help="a Q-RAG checkpoint for one suite (repeatable; default: the packaged ones)")
+    p.add_argument(
+        "--reader-order",
+        choices=("auto", *CHUNK_ORDERS),
+        default="auto",
+        help="chunk order in the prompt; auto: document order for BabiLong, retrieval order for HotpotQA",
+    )
+    p.add_argument(
+        "--answer-chunks",
+        type=chunk_selection_arg,
+        default=ChunkSelection(),
+        help="all, first:N or q>=T (q>=T applies to the checkpoints only; others see all)",
+    )
+    p.add_argument(
+        "--checkpoint",
+        action="append",
+        default=[],
+        metavar="SUITE:NAME=PATH",
+        help="a Q-RAG checkpoint for one suite (repeatable; default: the packaged ones)",
+    )
     p.add_argument("--base", help="model of the dense baseline (default: the packaged MiniLM)")
-    p.add_argument("--tasks", default="qa1,qa2", help="comma-separated bAbI tasks (qa1-qa5), sharing --n")
-    p.add_argument("--lengths", default="4000,32000", help="comma-separated BabiLong haystack lengths in tokens")
+    p.add_argument(
+        "--tasks", default="qa1,qa2", help="comma-separated bAbI tasks (qa1-qa5), sharing --n"
+    )
+    p.add_argument(
+        "--lengths",
+        default="4000,32000",
+        help="comma-separated BabiLong haystack lengths in tokens",
+    )
     p.add_argument("--n", type=int, default=100, help="BabiLong samples per length")
-    p.add_argument("--split", choices=SPLIT_SEEDS, default="test", help="BabiLong: test = seed 424242, val = 555555")
+    p.add_argument(
+        "--split",
+        choices=SPLIT_SEEDS,
+        default="test",
+        help="BabiLong: test = seed 424242, val = 555555",
+    )
     p.add_argument("--babilong-steps", type=int, default=4, help="BabiLong: picks / top-k")
-    p.add_argument("--hotpotqa-split", choices=("val", "eval"), default="val",
-                   help="val = validation slice of the training buckets; eval = held-out bucket 0")
+    p.add_argument(
+        "--hotpotqa-split",
+        choices=("val", "eval"),
+        default="val",
+        help="val = validation slice of the training buckets; eval = held-out bucket 0",
+    )
     p.add_argument("--hotpotqa-n", type=int, default=300, help="HotpotQA questions")
     p.add_argument("--hotpotqa-steps", type=int, default=2, help="HotpotQA: picks / top-k")
     p.add_argument("--limit", type=int, help="at most this many samples per cell (smoke runs)")
-    p.add_argument("--cache-dir", type=Path, default=CACHE_DIR, help="where BabiLong pool embeddings are cached")
+    p.add_argument(
+        "--cache-dir",
+        type=Path,
+        default=CACHE_DIR,
+        help="where BabiLong pool embeddings are cached",
+    )
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--out", type=Path, help="JSON path (default results/reader_<reader>.json)")
     p.add_argument("--no-plot", action="store_true")
@@ -116,12 +161,16 @@ def checkpoints_of(args: argparse.Namespace) -> dict[str, dict[str, str]]:
         suite, _, rest = item.partition(":")
         name, sep, path = rest.partition("=")
         if suite not in SUITES or not sep:
-            raise ValueError(f"--checkpoint must be SUITE:NAME=PATH with SUITE in {SUITES}; got {item!r}")
+            raise ValueError(
+                f"--checkpoint must be SUITE:NAME=PATH with SUITE in {SUITES}; got {item!r}"
+            )
         given.setdefault(suite, {})[name] = path
     return {s: given.get(s, DEFAULT_CHECKPOINTS[s]) for s in SUITES}
 
 
-def babilong_cells(args: argparse.Namespace, seed: int) -> tuple[list[tuple[dict, list[Episode]]], NoisePool]:
+def babilong_cells(
+    args: argparse.Namespace, seed: int
+) -> tuple[list[tuple[dict, list[Episode]]], NoisePool]:
     """One cell per length (``n`` samples split over the tasks) and the noise pool they share."""
     tasks = [t for t in args.tasks.split(",") if t.strip()]
     lengths = [int(float(x)) for x in args.lengths.split(",") if x.strip()]
@@ -133,7 +182,9 @@ def babilong_cells(args: argparse.Namespace, seed: int) -> tuple[list[tuple[dict
         for i, task in enumerate(tasks):
             count = n // len(tasks) + (i < n % len(tasks))
             episodes += babilong_dataset(task, count, tokens, seed, noise=pool)
-        cells.append(({"suite": "babilong", "tasks": tasks, "tokens": tokens, "seed": seed}, episodes))
+        cells.append(
+            ({"suite": "babilong", "tasks": tasks, "tokens": tokens, "seed": seed}, episodes)
+        )
     return cells, pool
 
 
@@ -156,8 +207,13 @@ def methods_for(
     return [*methods, Method("dense", "dense", untrained, embed), Method("bm25", "bm25")]
 
 
-def run_cell(info: dict, episodes: list[Episode], methods: Sequence[Method], reader: Reader,
-             args: argparse.Namespace) -> dict:
+def run_cell(
+    info: dict,
+    episodes: list[Episode],
+    methods: Sequence[Method],
+    reader: Reader,
+    args: argparse.Namespace,
+) -> dict:
     """Retrieve with every method (and none), answer, score."""
     steps = args.babilong_steps if info["suite"] == "babilong" else args.hotpotqa_steps
     order = AUTO_ORDER[info["suite"]] if args.reader_order == "auto" else args.reader_order
@@ -166,22 +222,35 @@ def run_cell(info: dict, episodes: list[Episode], methods: Sequence[Method], rea
         started = time.perf_counter()
         results = method.retrieve(episodes, steps) if method else [Retrieval([]) for _ in episodes]
         retrieval_s = time.perf_counter() - started
-        selection = args.answer_chunks if method and method.kind == "multi-step" else ChunkSelection()
+        selection = (
+            args.answer_chunks if method and method.kind == "multi-step" else ChunkSelection()
+        )
         started = time.perf_counter()
-        chosen, answers = answer_episodes(reader, episodes, results, selection, DEFAULT_TEMPLATE, cell["order"],
-                                          args.reader_batch)
+        chosen, answers = answer_episodes(
+            reader, episodes, results, selection, DEFAULT_TEMPLATE, cell["order"], args.reader_batch
+        )
         reader_s = time.perf_counter() - started
         row = answer_summary(episodes, answers, label_match=info["suite"] == "babilong")
         row |= summarize(episodes, results)
         if info["suite"] == "babilong" and len(info["tasks"]) > 1:
-            row["by_task"] = {t: answer_summary([e for e in episodes if e.meta["task"] == t],
-                                                [a for e, a in zip(episodes, answers) if e.meta["task"] == t], True)
-                              for t in info["tasks"]}
-        row |= {"retrieval_seconds": round(retrieval_s, 2), "reader_seconds": round(reader_s, 2),
-                "reader_seconds_per_prompt": round(reader_s / max(1, len(episodes)), 3),
-                "mean_reader_chunks": sum(map(len, chosen)) / max(1, len(chosen)),
-                "examples": [{"question": e.question, "gold": e.answer, "answer": a}
-                             for e, a in list(zip(episodes, answers))[:3]]}
+            row["by_task"] = {
+                t: answer_summary(
+                    [e for e in episodes if e.meta["task"] == t],
+                    [a for e, a in zip(episodes, answers) if e.meta["task"] == t],
+                    True,
+                )
+                for t in info["tasks"]
+            }
+        row |= {
+            "retrieval_seconds": round(retrieval_s, 2),
+            "reader_seconds": round(reader_s, 2),
+            "reader_seconds_per_prompt": round(reader_s / max(1, len(episodes)), 3),
+            "mean_reader_chunks": sum(map(len, chosen)) / max(1, len(chosen)),
+            "examples": [
+                {"question": e.question, "gold": e.answer, "answer": a}
+                for e, a in list(zip(episodes, answers))[:3]
+            ],
+        }
         cell["methods"][method.name if method else "none"] = row
     line = "  ".join(f"{name} {headline(cell, r)}" for name, r in cell["methods"].items())
     print(f"[{cell_label(cell)}, n={len(episodes)}] {HEADLINE[info['suite']]}: {line}", flush=True)
@@ -212,9 +281,15 @@ def table(result: dict) -> str:
     cells = result["cells"]
     names = list(dict.fromkeys(n for c in cells for n in c["methods"]))
     head = "| method | " + " | ".join(f"{cell_label(c)} (n={c['n']})" for c in cells) + " |"
-    lines = [f"Reader: `{result['reader']}`. BabiLong: BabiLong label match / exact match; HotpotQA: answer "
-             "EM / F1; the retriever's fact EM in brackets.", "",
-             head, "|---|" + "---:|" * len(cells)]
+    lines = [
+        (
+            f"Reader: `{result['reader']}`. BabiLong: BabiLong label match / exact match; HotpotQA: answer "
+            "EM / F1; the retriever's fact EM in brackets."
+        ),
+        "",
+        head,
+        "|---|" + "---:|" * len(cells),
+    ]
     for name in names:
         parts = []
         for c in cells:
@@ -276,7 +351,9 @@ def main(argv: Sequence[str] | None = None) -> dict:
     out = args.out or common.RESULTS / f"reader_{slug}.json"
     started = time.perf_counter()
     for suite in suites:
-        cells, pool = babilong_cells(args, seed) if suite == "babilong" else (hotpotqa_cells(args), None)
+        cells, pool = (
+            babilong_cells(args, seed) if suite == "babilong" else (hotpotqa_cells(args), None)
+        )
         methods = methods_for(checkpoints[suite], untrained, pool, args.cache_dir)
         for info, episodes in cells:
             result["cells"].append(run_cell(info, episodes, methods, reader, args))

@@ -91,7 +91,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.memory_child is not None:
         torch.set_num_threads(args.threads)
         print(
-            json.dumps(measure_memory(args.memory_child, args.dim, args.norm, args.seed, args.device))
+            json.dumps(
+                measure_memory(args.memory_child, args.dim, args.norm, args.seed, args.device)
+            )
         )
         return 0
     args.sizes = sorted(

@@ -31,21 +31,25 @@ from pathlib import Path
 from types import SimpleNamespace
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import common  # noqa: E402  (sets the offline environment before transformers loads)
-from bench_hotpotqa import build_problem  # noqa: E402
-from bench_store import add_store_args, sample_stores, summary, timed  # noqa: E402
-from common import em_recall  # noqa: E402
-from qrag_training.data.hotpotqa import load_hotpotqa  # noqa: E402
+import common
+from bench_hotpotqa import build_problem
+from bench_store import add_store_args, sample_stores, summary, timed
+from common import em_recall
+from qrag_training.data.hotpotqa import load_hotpotqa
 
-from qrag_integrations.core.atomic import write_json_atomic  # noqa: E402
-from qrag_integrations.core.checkpoint import load_model  # noqa: E402
-from qrag_integrations.core.search import MultiStepSearcher  # noqa: E402
-from qrag_integrations.stores.search import StoreSearcher  # noqa: E402
+from qrag_integrations.core.atomic import write_json_atomic
+from qrag_integrations.core.loading import load_model
+from qrag_integrations.core.search import MultiStepSearcher
+from qrag_integrations.stores.search import StoreSearcher
 
-CHECKPOINT = Path(__file__).resolve().parents[1] / "qrag_integrations" / "assets" / "hotpotqa_checkpoint"
+CHECKPOINT = (
+    Path(__file__).resolve().parents[1] / "qrag_integrations" / "assets" / "hotpotqa_checkpoint"
+)
 
 
-def row(picks: list[list[int]], exact: list[list[int]], gold: list[set[int]], seconds: list[float]) -> dict:
+def row(
+    picks: list[list[int]], exact: list[list[int]], gold: list[set[int]], seconds: list[float]
+) -> dict:
     """``bench_store.summary`` plus EM@2 / EM@4 (``em@facts`` is EM over the first |gold| picks)."""
     out = summary(picks, exact, gold, seconds)
     for k in (2, 4):
@@ -55,12 +59,28 @@ def row(picks: list[list[int]], exact: list[list[int]], gold: list[set[int]], se
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--checkpoint", default=str(CHECKPOINT), help="checkpoint folder or packaged name")
-    p.add_argument("--split", choices=("val", "eval"), default="val",
-                   help="val = validation slice of the training side; eval = held-out bucket 0")
-    p.add_argument("--limit", type=int, help="at most this many questions (and only their paragraphs)")
-    p.add_argument("--questions", type=int, help="search only the first this many (the pool keeps all paragraphs)")
-    p.add_argument("--check-limit", type=int, help="with --check-exact: check only the first this many questions")
+    p.add_argument(
+        "--checkpoint", default=str(CHECKPOINT), help="checkpoint folder or packaged name"
+    )
+    p.add_argument(
+        "--split",
+        choices=("val", "eval"),
+        default="val",
+        help="val = validation slice of the training side; eval = held-out bucket 0",
+    )
+    p.add_argument(
+        "--limit", type=int, help="at most this many questions (and only their paragraphs)"
+    )
+    p.add_argument(
+        "--questions",
+        type=int,
+        help="search only the first this many (the pool keeps all paragraphs)",
+    )
+    p.add_argument(
+        "--check-limit",
+        type=int,
+        help="with --check-exact: check only the first this many questions",
+    )
     add_store_args(p, "results/store_hotpotqa_<split>.json")
     return p.parse_args(argv)
 
@@ -76,9 +96,14 @@ def main(argv: Sequence[str] | None = None) -> dict:
     started = time.perf_counter()
     emb = model.embed_chunks(problem.texts, batch_size=64).float().cpu()
     embed_secs = time.perf_counter() - started
-    print(f"{len(episodes)} questions, {len(problem.texts)} paragraphs embedded in {embed_secs:.0f} s", flush=True)
+    print(
+        f"{len(episodes)} questions, {len(problem.texts)} paragraphs embedded in {embed_secs:.0f} s",
+        flush=True,
+    )
 
-    client = QdrantClient(path=str(args.qdrant_path)) if args.qdrant_path else QdrantClient(":memory:")
+    client = (
+        QdrantClient(path=str(args.qdrant_path)) if args.qdrant_path else QdrantClient(":memory:")
+    )
     started = time.perf_counter()
     corpus = SimpleNamespace(chunks=problem.texts)  # sample_stores reads only .chunks
     index, source = sample_stores(model, corpus, lambda _: emb, client, f"hotpotqa-{args.split}")
@@ -98,7 +123,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         exact_picks.append(picks)
         exact_secs.append(secs)
         for cps, run in runs.items():
-            picks, secs = timed(lambda q, k: searchers[cps].search(q, k), question, args.steps)
+            picks, secs = timed(searchers[cps].search, question, args.steps)
             run["picks"].append(picks)
             run["seconds"].append(secs)
             if args.check_exact and i < (args.check_limit or len(questions)):
@@ -110,32 +135,45 @@ def main(argv: Sequence[str] | None = None) -> dict:
             print(f"  {i + 1} questions, {time.perf_counter() - loop_started:.0f} s", flush=True)
 
     result: dict = {
-        "benchmark": "store_hotpotqa", "checkpoint": args.checkpoint, "split": args.split,
+        "benchmark": "store_hotpotqa",
+        "checkpoint": args.checkpoint,
+        "split": args.split,
         "split_note": "eval = held-out hash bucket 0; val = validation slice of the training side",
-        "setting": "pooled", "questions": len(questions), "pool_questions": len(episodes),
+        "setting": "pooled",
+        "questions": len(questions),
+        "pool_questions": len(episodes),
         "paragraphs": len(problem.texts),
-        "steps": args.steps, "candidates": args.candidates, "check_exact": args.check_exact,
+        "steps": args.steps,
+        "candidates": args.candidates,
+        "check_exact": args.check_exact,
         "check_limit": args.check_limit if args.check_exact else None,
         "qdrant": str(args.qdrant_path) if args.qdrant_path else ":memory:",
         "command": common.command_line(list(argv) if argv is not None else None),
-        "code": common.code_version(), "machine": common.machine_info(args.threads, "cpu"),
-        "embed_seconds": round(embed_secs, 1), "ingest_seconds": round(ingest_secs, 2),
+        "code": common.code_version(),
+        "machine": common.machine_info(args.threads, "cpu"),
+        "embed_seconds": round(embed_secs, 1),
+        "ingest_seconds": round(ingest_secs, 2),
         "layout_seconds": round(layout_secs, 2),
-        "exact": row(exact_picks, exact_picks, gold, exact_secs), "store": {},
+        "exact": row(exact_picks, exact_picks, gold, exact_secs),
+        "store": {},
     }
     for cps, run in runs.items():
         r = row(run["picks"], exact_picks, gold, run["seconds"])
         r["exact_rate"] = run["found"] / run["checked"] if run["checked"] else None
         result["store"][str(cps)] = r
-    result["seconds"] = round(time.perf_counter() - loop_started + embed_secs + ingest_secs + layout_secs, 1)
+    result["seconds"] = round(
+        time.perf_counter() - loop_started + embed_secs + ingest_secs + layout_secs, 1
+    )
     out = args.out or common.RESULTS / f"store_hotpotqa_{args.split}.json"
     write_json_atomic(out, result)
     ex = result["exact"]
     print(f"exact: EM@2 {ex['em@2']:.3f} EM@4 {ex['em@4']:.3f} {ex['seconds_mean']:.3f}s")
     for c, r in result["store"].items():
         rate = "" if r["exact_rate"] is None else f" exact_rate {r['exact_rate']:.3f}"
-        print(f"{c:>4}/step: same {r['same_picks']:.3f} recall {r['recall_exact']:.3f} EM@2 {r['em@2']:.3f} "
-              f"EM@4 {r['em@4']:.3f} {r['seconds_mean']:.3f}s{rate}")
+        print(
+            f"{c:>4}/step: same {r['same_picks']:.3f} recall {r['recall_exact']:.3f} EM@2 {r['em@2']:.3f} "
+            f"EM@4 {r['em@4']:.3f} {r['seconds_mean']:.3f}s{rate}"
+        )
     print(f"wrote {out} ({result['seconds']:.0f} s)")
     return result
 

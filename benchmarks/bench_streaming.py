@@ -32,7 +32,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--threads", type=int, default=1, help="torch / OpenMP threads")
     parser.add_argument("--shard-rows", type=int, default=1000, help="chunks per shard")
     parser.add_argument("--batch-size", type=int, default=64, help="chunks per forward pass")
-    parser.add_argument("--extrapolate-chunks", type=int, default=400_000, help="corpus size to extrapolate to")
+    parser.add_argument(
+        "--extrapolate-chunks", type=int, default=400_000, help="corpus size to extrapolate to"
+    )
     parser.add_argument("--out", default=str(common.RESULTS / "streaming_embed.json"))
     args = parser.parse_args(argv)
     common.set_threads(args.threads)
@@ -46,12 +48,23 @@ def main(argv: list[str] | None = None) -> dict:
 
     texts = shakespeare_sentences(args.n, seed=0)
     model = QRAGModel.from_base(QRAGConfig())
-    tokens = [len(model.tokenizer(t, truncation=True, max_length=model.config.max_chunk_tokens)["input_ids"])
-              for t in texts]
+    tokens = [
+        len(
+            model.tokenizer(t, truncation=True, max_length=model.config.max_chunk_tokens)[
+                "input_ids"
+            ]
+        )
+        for t in texts
+    ]
     with tempfile.TemporaryDirectory() as tmp:
         started = time.perf_counter()
-        result = embed_corpus(model, iter(texts), Path(tmp) / "cache", shard_rows=args.shard_rows,
-                              batch_size=args.batch_size)
+        result = embed_corpus(
+            model,
+            iter(texts),
+            Path(tmp) / "cache",
+            shard_rows=args.shard_rows,
+            batch_size=args.batch_size,
+        )
         embed_s = time.perf_counter() - started
         started = time.perf_counter()
         rows = sum(len(s.ids) for s in read_shards(result.folder, model))
@@ -71,12 +84,17 @@ def main(argv: list[str] | None = None) -> dict:
         "code": common.code_version(),
         "machine": common.machine_info(args.threads, "cpu", note="2 cores shared with other jobs"),
         "model": "packaged all-MiniLM-L6-v2 (QRAGConfig() defaults, max_chunk_tokens "
-                 f"{model.config.max_chunk_tokens})",
+        f"{model.config.max_chunk_tokens})",
         "measured": {
-            "chunks": args.n, "shard_rows": args.shard_rows, "batch_size": args.batch_size,
-            "mean_tokens_per_chunk": round(mean_tokens, 1), "tokens": int(sum(tokens)),
-            "embed_seconds": round(embed_s, 2), "embed_chunks_per_s": round(args.n / embed_s, 1),
-            "read_seconds": round(read_s, 2), "qdrant_write_seconds": round(write_s, 2),
+            "chunks": args.n,
+            "shard_rows": args.shard_rows,
+            "batch_size": args.batch_size,
+            "mean_tokens_per_chunk": round(mean_tokens, 1),
+            "tokens": int(sum(tokens)),
+            "embed_seconds": round(embed_s, 2),
+            "embed_chunks_per_s": round(args.n / embed_s, 1),
+            "read_seconds": round(read_s, 2),
+            "qdrant_write_seconds": round(write_s, 2),
             "qdrant_write_chunks_per_s": round(args.n / write_s, 1),
             "cache_bytes": cache_bytes,
         },

@@ -54,7 +54,10 @@ def thread_env(threads: int) -> dict[str, str]:
 
 def child_machine_info(threads: int) -> dict:
     """The results' ``machine`` entry for runs made in child processes with ``threads`` threads."""
-    return common.machine_info(threads, "cpu", note="2 cores shared with other jobs", child_env=thread_env(threads))
+    return common.machine_info(
+        threads, "cpu", note="2 cores shared with other jobs", child_env=thread_env(threads)
+    )
+
 
 #: Run by a fresh interpreter: ``python -c CHILD BENCHMARKS_DIR MODE ARGS...``. Its last stdout line
 #: is JSON with the process's peak RSS and where it imported ``qrag_integrations`` from.
@@ -103,13 +106,20 @@ def sizes(value: str) -> list[int]:
     return out
 
 
-def run_child(mode: str, args: list[str], threads: int, package: str) -> tuple[list[dict], int, float]:
+def run_child(
+    mode: str, args: list[str], threads: int, package: str
+) -> tuple[list[dict], int, float]:
     """Run ``CHILD`` in a fresh interpreter; its JSON stdout lines (the wrapper's last line
     dropped), its peak RSS in bytes and its wall seconds."""
     env = {**os.environ, **thread_env(threads)}
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", CHILD, str(BENCHMARKS), mode, *args],
-                          capture_output=True, text=True, env=env, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", CHILD, str(BENCHMARKS), mode, *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
     wall = time.perf_counter() - start
     if proc.returncode != 0:
         raise RuntimeError(f"{mode} run failed (exit {proc.returncode}): {proc.stderr[-3000:]}")
@@ -118,8 +128,10 @@ def run_child(mode: str, args: list[str], threads: int, package: str) -> tuple[l
     if peak["peak_rss_bytes"] is None:
         raise RuntimeError("no VmHWM in /proc/self/status (Linux only)")
     if peak["qrag_integrations"] != package:  # same code as the one code_version() names
-        raise RuntimeError(f"the child imported qrag_integrations from {peak['qrag_integrations']}, "
-                           f"not {package}: set PYTHONPATH")
+        raise RuntimeError(
+            f"the child imported qrag_integrations from {peak['qrag_integrations']}, "
+            f"not {package}: set PYTHONPATH"
+        )
     return lines, int(peak["peak_rss_bytes"]), wall
 
 
@@ -133,17 +145,32 @@ def folder_bytes(folder: Path) -> int:
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", type=sizes, default=[2000, 8000],
-                        help="corpus sizes in chunks (streaming runs)")
-    parser.add_argument("--baseline-sizes", type=sizes, default=None,
-                        help="sizes of the in-memory baseline (default: --sizes; '' for none)")
-    parser.add_argument("--qdrant-sizes", type=sizes, default=None,
-                        help="sizes written to local Qdrant from their cache (default: the largest; '' for none)")
-    parser.add_argument("--threads", type=int, default=1, help="torch / OpenMP / tokenizer threads in each run")
+    parser.add_argument(
+        "--sizes", type=sizes, default=[2000, 8000], help="corpus sizes in chunks (streaming runs)"
+    )
+    parser.add_argument(
+        "--baseline-sizes",
+        type=sizes,
+        default=None,
+        help="sizes of the in-memory baseline (default: --sizes; '' for none)",
+    )
+    parser.add_argument(
+        "--qdrant-sizes",
+        type=sizes,
+        default=None,
+        help="sizes written to local Qdrant from their cache (default: the largest; '' for none)",
+    )
+    parser.add_argument(
+        "--threads", type=int, default=1, help="torch / OpenMP / tokenizer threads in each run"
+    )
     parser.add_argument("--shard-rows", type=int, default=1000, help="chunks per shard")
     parser.add_argument("--batch-size", type=int, default=64, help="chunks per forward pass")
-    parser.add_argument("--checkpoint", default="", help="qrag-embed --checkpoint (default: its default model)")
-    parser.add_argument("--workdir", help="folder for the corpora, caches and Qdrant (default: a temporary one)")
+    parser.add_argument(
+        "--checkpoint", default="", help="qrag-embed --checkpoint (default: its default model)"
+    )
+    parser.add_argument(
+        "--workdir", help="folder for the corpora, caches and Qdrant (default: a temporary one)"
+    )
     parser.add_argument("--out", default=str(common.RESULTS / "streaming_memory.json"))
     args = parser.parse_args(argv)
     baseline = args.sizes if args.baseline_sizes is None else args.baseline_sizes
@@ -161,41 +188,74 @@ def main(argv: list[str] | None = None) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(args.workdir or tmp)
         work.mkdir(parents=True, exist_ok=True)
-        [loaded], floor, floor_wall = run_child("model_only", ["", *model_args], args.threads, code["qrag_integrations"])
+        [loaded], floor, floor_wall = run_child(
+            "model_only", ["", *model_args], args.threads, code["qrag_integrations"]
+        )
         rows = []
         for n in sorted(set(args.sizes + baseline)):
             corpus = work / f"corpus-{n}.txt"
             corpus.write_text("".join(t + "\n" for t in texts[:n]), encoding="utf-8", newline="\n")
             row: dict = {"chunks": n, "corpus_bytes": corpus.stat().st_size}
-            cli = [str(corpus), "--cache", str(work / f"cache-{n}"), "--threads", str(args.threads),
-                   "--shard-rows", str(args.shard_rows), "--batch-size", str(args.batch_size)]
+            cli = [
+                str(corpus),
+                "--cache",
+                str(work / f"cache-{n}"),
+                "--threads",
+                str(args.threads),
+                "--shard-rows",
+                str(args.shard_rows),
+                "--batch-size",
+                str(args.batch_size),
+            ]
             cli += ["--checkpoint", args.checkpoint] if args.checkpoint else []
             if n in args.sizes:
-                [summary], peak, wall = run_child("cli", cli, args.threads, code["qrag_integrations"])
+                [summary], peak, wall = run_child(
+                    "cli", cli, args.threads, code["qrag_integrations"]
+                )
                 assert summary["rows"] == summary["embedded_now"] == n, summary
                 row["streaming"] = {
-                    "peak_rss_bytes": peak, "peak_rss_mb": mb(peak), "wall_seconds": round(wall, 2),
-                    "embed_seconds": summary["seconds"], "embed_chunks_per_s": round(n / summary["seconds"], 1),
-                    "shards": summary["shards"], "cache_bytes": folder_bytes(Path(summary["folder"]))}
+                    "peak_rss_bytes": peak,
+                    "peak_rss_mb": mb(peak),
+                    "wall_seconds": round(wall, 2),
+                    "embed_seconds": summary["seconds"],
+                    "embed_chunks_per_s": round(n / summary["seconds"], 1),
+                    "shards": summary["shards"],
+                    "cache_bytes": folder_bytes(Path(summary["folder"])),
+                }
             if n in baseline:
-                [summary], peak, wall = run_child("in_memory", [str(corpus), *model_args], args.threads,
-                                                  code["qrag_integrations"])
+                [summary], peak, wall = run_child(
+                    "in_memory", [str(corpus), *model_args], args.threads, code["qrag_integrations"]
+                )
                 assert summary["rows"] == n, summary
                 row["in_memory"] = {
-                    "peak_rss_bytes": peak, "peak_rss_mb": mb(peak), "wall_seconds": round(wall, 2),
+                    "peak_rss_bytes": peak,
+                    "peak_rss_mb": mb(peak),
+                    "wall_seconds": round(wall, 2),
                     "embed_seconds": round(summary["seconds"], 2),
                     "embed_chunks_per_s": round(n / summary["seconds"], 1),
-                    "embeddings_bytes": summary["embeddings_bytes"]}
+                    "embeddings_bytes": summary["embeddings_bytes"],
+                }
             if n in qdrant:
                 path = work / f"qdrant-{n}"
-                [embedded, stored], peak, wall = run_child("cli", [*cli, "--qdrant-path", str(path)],
-                                                           args.threads, code["qrag_integrations"])
-                assert embedded["embedded_now"] == 0 and stored["points"] == stored["written_now"] == n
+                [embedded, stored], peak, wall = run_child(
+                    "cli",
+                    [*cli, "--qdrant-path", str(path)],
+                    args.threads,
+                    code["qrag_integrations"],
+                )
+                assert (
+                    embedded["embedded_now"] == 0 and stored["points"] == stored["written_now"] == n
+                )
                 row["qdrant_from_cache"] = {
-                    "peak_rss_bytes": peak, "peak_rss_mb": mb(peak), "wall_seconds": round(wall, 2),
-                    "cache_check_seconds": embedded["seconds"], "write_seconds": stored["seconds"],
-                    "write_chunks_per_s": round(n / stored["seconds"], 1), "points": stored["points"],
-                    "qdrant_bytes": folder_bytes(path)}
+                    "peak_rss_bytes": peak,
+                    "peak_rss_mb": mb(peak),
+                    "wall_seconds": round(wall, 2),
+                    "cache_check_seconds": embedded["seconds"],
+                    "write_seconds": stored["seconds"],
+                    "write_chunks_per_s": round(n / stored["seconds"], 1),
+                    "points": stored["points"],
+                    "qdrant_bytes": folder_bytes(path),
+                }
             rows.append(row)
             print(json.dumps(row), flush=True)
     dim = loaded["dim"]
@@ -206,11 +266,15 @@ def main(argv: list[str] | None = None) -> dict:
         "machine": child_machine_info(args.threads),
         "model": args.checkpoint or "qrag-embed's default (packaged all-MiniLM-L6-v2)",
         "method": "each run is a fresh process; peak RSS = its VmHWM (/proc/self/status) at the end; wall "
-                  "seconds include interpreter start and model loading; embed seconds are the embedding "
-                  "pass's own (qrag-embed's summary, or around the one embed_chunks call)",
+        "seconds include interpreter start and model loading; embed seconds are the embedding "
+        "pass's own (qrag-embed's summary, or around the one embed_chunks call)",
         "shard_rows": args.shard_rows,
         "batch_size": args.batch_size,
-        "model_only": {"peak_rss_bytes": floor, "peak_rss_mb": mb(floor), "wall_seconds": round(floor_wall, 2)},
+        "model_only": {
+            "peak_rss_bytes": floor,
+            "peak_rss_mb": mb(floor),
+            "wall_seconds": round(floor_wall, 2),
+        },
         "sizes": rows,
         "arithmetic": {
             "note": "not measured: the bytes of the embeddings alone (float32, dim D), what each way holds",

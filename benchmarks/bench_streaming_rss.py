@@ -126,10 +126,16 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--chunks", type=int, default=12000, help="corpus size in chunks")
     parser.add_argument("--shard-rows", type=int, default=500, help="chunks per shard")
     parser.add_argument("--batch-size", type=int, default=64, help="chunks per forward pass")
-    parser.add_argument("--variants", type=variants, default=["off", "on"], help=f"among {VARIANTS}")
+    parser.add_argument(
+        "--variants", type=variants, default=["off", "on"], help=f"among {VARIANTS}"
+    )
     parser.add_argument("--threads", type=int, default=1, help="torch / OpenMP / tokenizer threads")
-    parser.add_argument("--checkpoint", default="", help="load_model's checkpoint (default: its default model)")
-    parser.add_argument("--workdir", help="folder for the corpus and caches (default: a temporary one)")
+    parser.add_argument(
+        "--checkpoint", default="", help="load_model's checkpoint (default: its default model)"
+    )
+    parser.add_argument(
+        "--workdir", help="folder for the corpus and caches (default: a temporary one)"
+    )
     parser.add_argument("--out", default=str(common.RESULTS / "streaming_rss_per_shard.json"))
     args = parser.parse_args(argv)
     if args.chunks < 1 or args.shard_rows < 1:
@@ -147,12 +153,24 @@ def main(argv: list[str] | None = None) -> dict:
         corpus = work / f"corpus-{args.chunks}.txt"
         corpus.write_text("".join(t + "\n" for t in texts), encoding="utf-8", newline="\n")
         for variant in args.variants:
-            child = [sys.executable, "-c", CHILD, str(corpus), str(work / f"cache-{variant}"), variant,
-                     args.checkpoint, str(args.threads), str(args.shard_rows), str(args.batch_size)]
+            child = [
+                sys.executable,
+                "-c",
+                CHILD,
+                str(corpus),
+                str(work / f"cache-{variant}"),
+                variant,
+                args.checkpoint,
+                str(args.threads),
+                str(args.shard_rows),
+                str(args.batch_size),
+            ]
             start = time.perf_counter()
             proc = subprocess.run(child, capture_output=True, text=True, env=env, check=False)
             if proc.returncode != 0:
-                raise RuntimeError(f"{variant} run failed (exit {proc.returncode}): {proc.stderr[-3000:]}")
+                raise RuntimeError(
+                    f"{variant} run failed (exit {proc.returncode}): {proc.stderr[-3000:]}"
+                )
             run = json.loads(proc.stdout.strip().splitlines()[-1])
             if run.pop("qrag_integrations") != code["qrag_integrations"]:
                 raise RuntimeError("the child imported another qrag_integrations: set PYTHONPATH")
@@ -168,8 +186,8 @@ def main(argv: list[str] | None = None) -> dict:
         "machine": child_machine_info(args.threads),
         "model": args.checkpoint or "load_model's default (packaged all-MiniLM-L6-v2)",
         "method": "each variant is a fresh process; after model loading and after every shard (embed_corpus's "
-                  "progress callback) it reads VmRSS and VmHWM from /proc/self/status, glibc mallinfo2 and "
-                  "len(gc.get_objects())",
+        "progress callback) it reads VmRSS and VmHWM from /proc/self/status, glibc mallinfo2 and "
+        "len(gc.get_objects())",
         "chunks": args.chunks,
         "shard_rows": args.shard_rows,
         "batch_size": args.batch_size,

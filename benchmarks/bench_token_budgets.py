@@ -23,20 +23,22 @@ from collections.abc import Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import common  # noqa: E402  (sets the offline environment before transformers loads)
-from qrag_training.data.hotpotqa import load_hotpotqa  # noqa: E402
+import common
+from qrag_training.data.hotpotqa import load_hotpotqa
 
-from qrag_integrations.core.checkpoint import load_model  # noqa: E402
-from qrag_integrations.core.index import ChunkIndex  # noqa: E402
-from qrag_integrations.core.model import QRAGModel  # noqa: E402
-from qrag_integrations.core.search import MultiStepSearcher  # noqa: E402
+from qrag_integrations.core.index import ChunkIndex
+from qrag_integrations.core.loading import load_model
+from qrag_integrations.core.model import QRAGModel
+from qrag_integrations.core.search import MultiStepSearcher
 
 BUDGETS = (64, 128, 256)
 
 
 def main(argv: Sequence[str] | None = None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--questions", type=int, default=40, help="questions (their paragraphs form the index)")
+    p.add_argument(
+        "--questions", type=int, default=40, help="questions (their paragraphs form the index)"
+    )
     p.add_argument("--k", type=int, default=3, help="search steps")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--out", default=str(common.RESULTS / "token_budgets.json"))
@@ -62,10 +64,18 @@ def main(argv: Sequence[str] | None = None) -> dict:
             t0 = time.perf_counter()
             searcher.search([e.question], args.k)
             times.append(time.perf_counter() - t0)
-        rows.append({"budget_tokens": budget, "build_ms_per_paragraph": 1000 * build,
-                     "search_ms_median": 1000 * statistics.median(times)})
-        print(f"budget {budget:>3}: build {1000 * build:6.1f} ms/paragraph, {args.k}-step search "
-              f"{rows[-1]['search_ms_median']:7.1f} ms (median of {len(times)})", flush=True)
+        rows.append(
+            {
+                "budget_tokens": budget,
+                "build_ms_per_paragraph": 1000 * build,
+                "search_ms_median": 1000 * statistics.median(times),
+            }
+        )
+        print(
+            f"budget {budget:>3}: build {1000 * build:6.1f} ms/paragraph, {args.k}-step search "
+            f"{rows[-1]['search_ms_median']:7.1f} ms (median of {len(times)})",
+            flush=True,
+        )
     for row in rows:
         row["build_ratio_vs_64"] = row["build_ms_per_paragraph"] / rows[0]["build_ms_per_paragraph"]
         row["search_ratio_vs_64"] = row["search_ms_median"] / rows[0]["search_ms_median"]

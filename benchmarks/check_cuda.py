@@ -28,15 +28,17 @@ import torch
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "training")]
 
-from qrag_integrations.core.config import QRAGConfig  # noqa: E402
-from qrag_integrations.core.index import ChunkIndex  # noqa: E402
-from qrag_integrations.core.model import QRAGModel  # noqa: E402
-from qrag_integrations.core.search import MultiStepSearcher  # noqa: E402
+from qrag_integrations.core.config import QRAGConfig
+from qrag_integrations.core.index import ChunkIndex
+from qrag_integrations.core.model import QRAGModel
+from qrag_integrations.core.search import MultiStepSearcher
 
 
 def _build_tiny_bert(folder: Path) -> Path:
     """The test suite's tiny random BERT (tests/conftest.py), imported by path."""
-    spec = importlib.util.spec_from_file_location("qrag_tests_conftest", REPO / "tests" / "conftest.py")
+    spec = importlib.util.spec_from_file_location(
+        "qrag_tests_conftest", REPO / "tests" / "conftest.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.build_tiny_bert(folder)
@@ -44,10 +46,22 @@ def _build_tiny_bert(folder: Path) -> Path:
 
 def _corpus(n: int, seed: int) -> tuple[list[str], list[dict], list[str]]:
     rng = random.Random(seed)
-    names = "mary john sandra daniel fred bill".split()
-    verbs = "went travelled journeyed moved got took dropped left".split()
-    places = "kitchen garden office bathroom hallway bedroom football apple milk".split()
-    texts = [f"{rng.choice(names)} {rng.choice(verbs)} to the {rng.choice(places)}." for _ in range(n)]
+    names = ["mary", "john", "sandra", "daniel", "fred", "bill"]
+    verbs = ["went", "travelled", "journeyed", "moved", "got", "took", "dropped", "left"]
+    places = [
+        "kitchen",
+        "garden",
+        "office",
+        "bathroom",
+        "hallway",
+        "bedroom",
+        "football",
+        "apple",
+        "milk",
+    ]
+    texts = [
+        f"{rng.choice(names)} {rng.choice(verbs)} to the {rng.choice(places)}." for _ in range(n)
+    ]
     metas = [{"part": i % 3} for i in range(n)]
     questions = [f"where is the {p}?" for p in places[:8]]
     return texts, metas, questions
@@ -74,9 +88,17 @@ def run(device: str) -> list[dict]:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         base = _build_tiny_bert(Path(tmp) / "tiny")
-        for mode, normalize, weight in itertools.product(("none", "absolute", "relative"), (True, False), (0.0, 3.0)):
-            config = QRAGConfig(base_model=str(base), position_mode=mode, normalize=normalize,
-                                question_weight=weight, max_chunk_tokens=32, max_state_tokens=64)
+        for mode, normalize, weight in itertools.product(
+            ("none", "absolute", "relative"), (True, False), (0.0, 3.0)
+        ):
+            config = QRAGConfig(
+                base_model=str(base),
+                position_mode=mode,
+                normalize=normalize,
+                question_weight=weight,
+                max_chunk_tokens=32,
+                max_state_tokens=64,
+            )
             cpu = QRAGModel.from_base(config).eval()
             gpu = QRAGModel.from_base(config).eval()
             gpu.load_state_dict(cpu.state_dict())
@@ -87,14 +109,23 @@ def run(device: str) -> list[dict]:
             indexes = {
                 "ref_cpu_fp32": (cpu, ChunkIndex(cpu.embedding_dim)),
                 "dev_fp32": (gpu, ChunkIndex(gpu.embedding_dim, device=device)),
-                "dev_fp16": (gpu, ChunkIndex(gpu.embedding_dim, dtype=torch.float16, device=device)),
+                "dev_fp16": (
+                    gpu,
+                    ChunkIndex(gpu.embedding_dim, dtype=torch.float16, device=device),
+                ),
             }
             # A random tiny BERT gives near-identical embeddings to every sentence (every score a
             # near-tie); well-separated random chunk embeddings test the search itself.
             chunk_emb = torch.nn.functional.normalize(
-                torch.randn(len(texts), cpu.embedding_dim, generator=torch.Generator().manual_seed(1)), dim=-1)
-            for _, (model, index) in indexes.items():
-                index.add(texts, chunk_emb, metadatas=metas, ids=[str(i) for i in range(len(texts))])
+                torch.randn(
+                    len(texts), cpu.embedding_dim, generator=torch.Generator().manual_seed(1)
+                ),
+                dim=-1,
+            )
+            for model, index in indexes.values():
+                index.add(
+                    texts, chunk_emb, metadatas=metas, ids=[str(i) for i in range(len(texts))]
+                )
             results = {}
             for name, (model, index) in indexes.items():
                 searcher = MultiStepSearcher(model, index)
@@ -109,16 +140,26 @@ def run(device: str) -> list[dict]:
                     continue
                 for case, hits in results[name].items():
                     same, max_dq = _compare(results["ref_cpu_fp32"][case], hits)
-                    rows.append({
-                        "position_mode": mode, "normalize": normalize, "question_weight": weight,
-                        "index": name, "case": case, "same_picks": same, "questions": len(hits),
-                        "max_q_diff": round(max_dq, 6), "chunk_emb_rel_err": round(emb_err, 8),
-                    })
+                    rows.append(
+                        {
+                            "position_mode": mode,
+                            "normalize": normalize,
+                            "question_weight": weight,
+                            "index": name,
+                            "case": case,
+                            "same_picks": same,
+                            "questions": len(hits),
+                            "max_q_diff": round(max_dq, 6),
+                            "chunk_emb_rel_err": round(emb_err, 8),
+                        }
+                    )
     return rows
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
@@ -126,15 +167,26 @@ def main() -> None:
         raise SystemExit("no CUDA device here: run this on a GPU machine")
     rows = run(args.device)
     print(f"device {args.device}; reference: CPU fp32 index")
-    print(f"{'mode':9} {'norm':5} {'w':>3} {'index':10} {'case':9} {'same picks':>10} {'max dQ':>9} {'emb err':>9}")
+    print(
+        f"{'mode':9} {'norm':5} {'w':>3} {'index':10} {'case':9} {'same picks':>10} {'max dQ':>9} {'emb err':>9}"
+    )
     for r in rows:
-        print(f"{r['position_mode']:9} {str(r['normalize']):5} {r['question_weight']:3.0f} {r['index']:10} "
-              f"{r['case']:9} {r['same_picks']:>4}/{r['questions']:<5} {r['max_q_diff']:9.2e} {r['chunk_emb_rel_err']:9.1e}")
+        print(
+            f"{r['position_mode']:9} {r['normalize']!s:5} {r['question_weight']:3.0f} {r['index']:10} "
+            f"{r['case']:9} {r['same_picks']:>4}/{r['questions']:<5} {r['max_q_diff']:9.2e} {r['chunk_emb_rel_err']:9.1e}"
+        )
     fp32 = [r for r in rows if r["index"].endswith("fp32")]
-    print(f"fp32 cases with identical picks: {sum(r['same_picks'] == r['questions'] for r in fp32)}/{len(fp32)}")
+    print(
+        f"fp32 cases with identical picks: {sum(r['same_picks'] == r['questions'] for r in fp32)}/{len(fp32)}"
+    )
     if args.out:
-        payload = {"device": torch.cuda.get_device_name(0) if args.device.startswith("cuda") else args.device,
-                   "torch": torch.__version__, "rows": rows}
+        payload = {
+            "device": torch.cuda.get_device_name(0)
+            if args.device.startswith("cuda")
+            else args.device,
+            "torch": torch.__version__,
+            "rows": rows,
+        }
         args.out.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
 
 

@@ -1,6 +1,6 @@
 """Collect ``qrag-eval`` summaries into one JSON and a Markdown table (no numbers typed by hand).
 
-    python benchmarks/collect_eval.py runs/eval --out benchmarks/results/training_eval_qa2_4k.json
+python benchmarks/collect_eval.py runs/eval --out benchmarks/results/training_eval_qa2_4k.json
 """
 
 from __future__ import annotations
@@ -27,14 +27,23 @@ def method_of(folder: Path) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("folder", type=Path, help="folder holding one sub-folder per qrag-eval --out")
+    parser.add_argument(
+        "folder", type=Path, help="folder holding one sub-folder per qrag-eval --out"
+    )
     parser.add_argument("--out", type=Path, required=True, help="JSON file to write")
     args = parser.parse_args()
     rows = []
     for summary in sorted(args.folder.glob("*/summary.json")):
         data = json.loads(summary.read_text())
-        rows.append({"method": method_of(summary.parent), **{k: data[k] for k in
-                     ("steps", "fact_em", "fact_f1", "mean_steps", "n", "seconds", "data")}})
+        rows.append(
+            {
+                "method": method_of(summary.parent),
+                **{
+                    k: data[k]
+                    for k in ("steps", "fact_em", "fact_f1", "mean_steps", "n", "seconds", "data")
+                },
+            }
+        )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(rows, indent=2) + "\n")
     steps = sorted({r["steps"] for r in rows}, reverse=True)

@@ -93,7 +93,9 @@ def em_recall(picks: list[list[int]], gold: list[set[int]]) -> tuple[float, floa
     return em, recall
 
 
-def stop_metrics(picks: list[list[int]], q_values: list[list[float]], gold: list[set[int]], threshold: float) -> dict:
+def stop_metrics(
+    picks: list[list[int]], q_values: list[list[float]], gold: list[set[int]], threshold: float
+) -> dict:
     """What ``stop_threshold=threshold`` returns: the picks before the first Q-value below it.
 
     The search stops before the first pick whose Q-value is below the threshold and nothing
@@ -106,8 +108,12 @@ def stop_metrics(picks: list[list[int]], q_values: list[list[float]], gold: list
         cut = next((i for i, v in enumerate(q) if v < threshold), len(q))
         kept.append(p[:cut])
     em, recall = em_recall(kept, gold)
-    return {"stop_threshold": threshold, "em": em, "recall": recall,
-            "mean_steps": float(np.mean([len(p) for p in kept]))}
+    return {
+        "stop_threshold": threshold,
+        "em": em,
+        "recall": recall,
+        "mean_steps": float(np.mean([len(p) for p in kept])),
+    }
 
 
 def embed_once(model: QRAGModel, texts: list[str], cache: dict[str, torch.Tensor]) -> torch.Tensor:

@@ -40,7 +40,9 @@ FORMAT_VERSION = 1
 MANIFEST = "cache.json"
 EMBEDDINGS = "embeddings.safetensors"
 TENSOR = "embeddings"
-ENTRY = SaveKind("benchmark embedding cache entry", frozenset({MANIFEST, EMBEDDINGS}), MANIFEST, FORMAT)
+ENTRY = SaveKind(
+    "benchmark embedding cache entry", frozenset({MANIFEST, EMBEDDINGS}), MANIFEST, FORMAT
+)
 KEY_CHARS = 24  # hex characters of each hash in an entry's folder name
 
 
@@ -55,17 +57,26 @@ def entry_path(folder: Path, fingerprint: str, digest: str) -> Path:
 
 def _read_entry(entry: Path, fingerprint: str, digest: str, rows: int, dim: int) -> torch.Tensor:
     def bad(why: str) -> CacheError:
-        return CacheError(f"untrusted benchmark cache entry {entry}: {why}; delete the folder to recompute it")
+        return CacheError(
+            f"untrusted benchmark cache entry {entry}: {why}; delete the folder to recompute it"
+        )
 
     try:
-        manifest = read_manifest_file(entry, MANIFEST, FORMAT, FORMAT_VERSION, ENTRY.what, error=CacheError)
+        manifest = read_manifest_file(
+            entry, MANIFEST, FORMAT, FORMAT_VERSION, ENTRY.what, error=CacheError
+        )
         shapes = safetensors_shapes(entry / EMBEDDINGS, error=CacheError)
     except CacheError as exc:
         raise bad(str(exc)) from exc
-    expected = {"chunk_encoder_fingerprint": fingerprint, "texts_sha256": digest, "rows": rows, "dim": dim}
+    expected = {
+        "chunk_encoder_fingerprint": fingerprint,
+        "texts_sha256": digest,
+        "rows": rows,
+        "dim": dim,
+    }
     wrong = {k: manifest.get(k) for k, v in expected.items() if manifest.get(k) != v}
     if wrong:
-        raise bad(f"its manifest says {wrong}, expected {({k: expected[k] for k in wrong})}")
+        raise bad(f"its manifest says {wrong}, expected { ({k: expected[k] for k in wrong}) }")
     if shapes != {TENSOR: (rows, dim)}:
         raise bad(f"{EMBEDDINGS} holds {shapes}, expected {{'{TENSOR}': ({rows}, {dim})}}")
     try:
@@ -100,7 +111,11 @@ def cached_chunk_embeddings(
     if entry.exists() or entry.is_symlink():
         return _read_entry(entry, fingerprint, digest, rows, dim), True
     started = time.perf_counter()
-    emb = model.embed_chunks(list(texts), batch_size=batch_size, show_progress=show_progress).float().cpu()
+    emb = (
+        model.embed_chunks(list(texts), batch_size=batch_size, show_progress=show_progress)
+        .float()
+        .cpu()
+    )
     seconds = time.perf_counter() - started
     with atomic_dir(entry, ENTRY) as tmp:
         save_file({TENSOR: emb.contiguous()}, str(tmp / EMBEDDINGS))
@@ -128,9 +143,17 @@ class PoolEmbedder:
     :func:`qrag_training.baselines.greedy_retrieve` / ``dense_retrieve``.
     """
 
-    def __init__(self, model: QRAGModel, pool: Sequence[str], pool_embeddings: torch.Tensor, batch_size: int = 128) -> None:
+    def __init__(
+        self,
+        model: QRAGModel,
+        pool: Sequence[str],
+        pool_embeddings: torch.Tensor,
+        batch_size: int = 128,
+    ) -> None:
         if pool_embeddings.shape != (len(pool), model.embedding_dim):
-            raise ValueError(f"pool embeddings of shape {tuple(pool_embeddings.shape)} for {len(pool)} texts")
+            raise ValueError(
+                f"pool embeddings of shape {tuple(pool_embeddings.shape)} for {len(pool)} texts"
+            )
         self.model = model
         self.embeddings = pool_embeddings
         self.batch_size = batch_size
@@ -143,7 +166,9 @@ class PoolEmbedder:
     def __call__(self, texts: Sequence[str]) -> torch.Tensor:
         rows = [self.row.get(t, -1) for t in texts]
         new = [i for i, r in enumerate(rows) if r < 0]
-        out = self.embeddings[torch.tensor([max(r, 0) for r in rows], dtype=torch.long)].to(self.model.device)
+        out = self.embeddings[torch.tensor([max(r, 0) for r in rows], dtype=torch.long)].to(
+            self.model.device
+        )
         if new:
             out[torch.tensor(new, device=out.device)] = self.model.embed_chunks(
                 [texts[i] for i in new], batch_size=self.batch_size
@@ -158,5 +183,9 @@ def pool_embedder(
     """A :class:`PoolEmbedder` over ``pool`` (embedded once, cached), and what it cost."""
     started = time.perf_counter()
     emb, hit = cached_chunk_embeddings(model, pool, folder, batch_size, show_progress=False)
-    info = {"pool_texts": len(pool), "cache_hit": hit, "seconds": round(time.perf_counter() - started, 1)}
+    info = {
+        "pool_texts": len(pool),
+        "cache_hit": hit,
+        "seconds": round(time.perf_counter() - started, 1),
+    }
     return PoolEmbedder(model, pool, emb, batch_size), info

@@ -16,12 +16,13 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import common  # noqa: E402  (sets the offline environment before transformers loads)
-import torch  # noqa: E402
-from babilong_report import averages  # noqa: E402
+import common
+import torch
+from babilong_report import averages
 
-from qrag_integrations.core.checkpoint import load_model, save_pretrained  # noqa: E402
-from qrag_integrations.core.defaults import DEMO_CHECKPOINT  # noqa: E402
+from qrag_integrations.core.checkpoint import save_pretrained
+from qrag_integrations.core.defaults import DEMO_CHECKPOINT
+from qrag_integrations.core.loading import load_model
 
 TRAINING = """## Training
 
@@ -50,25 +51,43 @@ sections were measured after rebasing, on a 2-core CPU.
 def _numbers(result: dict, name: str) -> str:
     em_f = averages(result, "babilong", lambda r: r["em@facts"]).get(name, {})
     em_b = averages(result, "babilong", lambda r: r["em@budget"]).get(name, {})
-    qa2 = {c["tokens"]: c["methods"][name]["em@facts"] for c in result["cells"]
-           if c["suite"] == "babilong" and c["task"] == "qa2" and name in c["methods"]}
+    qa2 = {
+        c["tokens"]: c["methods"][name]["em@facts"]
+        for c in result["cells"]
+        if c["suite"] == "babilong" and c["task"] == "qa2" and name in c["methods"]
+    }
     ns = sorted({c["n"] for c in result["cells"] if c["suite"] == "babilong"})
-    rows = [f"| {t:,} | {em_f[t]:.3f} | {em_b[t]:.3f} | {qa2[t]:.3f} |" for t in sorted(em_f) if t in qa2]
-    return (f"seed {result['seed']}, {'/'.join(map(str, ns))} samples per task and length, "
-            f"{result['machine']['threads']} CPU thread(s)\n\n"
-            "| tokens | qa1-qa5 fact EM, k = facts | qa1-qa5 fact EM, k = 6 | qa2 fact EM, k = 2 |\n"
-            "|---:|---:|---:|---:|\n" + "\n".join(rows))
+    rows = [
+        f"| {t:,} | {em_f[t]:.3f} | {em_b[t]:.3f} | {qa2[t]:.3f} |"
+        for t in sorted(em_f)
+        if t in qa2
+    ]
+    return (
+        f"seed {result['seed']}, {'/'.join(map(str, ns))} samples per task and length, "
+        f"{result['machine']['threads']} CPU thread(s)\n\n"
+        "| tokens | qa1-qa5 fact EM, k = facts | qa1-qa5 fact EM, k = 6 | qa2 fact EM, k = 2 |\n"
+        "|---:|---:|---:|---:|\n" + "\n".join(rows)
+    )
 
 
 def card_notes(val: dict | None, val_name: str, test: dict | None, test_name: str) -> str:
     notes = TRAINING
     if val:
-        notes += ("\n## Validation (chose this run against the previous demo and two other candidates; `benchmarks/bench_babilong.py --split val`)\n\n"
-                  + _numbers(val, val_name) + "\n")
+        notes += (
+            "\n## Validation (chose this run against the previous demo and two other candidates; `benchmarks/bench_babilong.py --split val`)\n\n"
+            + _numbers(val, val_name)
+            + "\n"
+        )
     if test:
-        notes += ("\n## Held-out test (run once; `benchmarks/bench_babilong.py --mode full --split test`)\n\n"
-                  + _numbers(test, test_name) + "\n")
-    return notes + "\nDetails and baselines: `benchmarks/README.md`, section \"BabiLong and RULER from 1K to 1M tokens\".\n"
+        notes += (
+            "\n## Held-out test (run once; `benchmarks/bench_babilong.py --mode full --split test`)\n\n"
+            + _numbers(test, test_name)
+            + "\n"
+        )
+    return (
+        notes
+        + '\nDetails and baselines: `benchmarks/README.md`, section "BabiLong and RULER from 1K to 1M tokens".\n'
+    )
 
 
 def main() -> None:
@@ -83,8 +102,12 @@ def main() -> None:
     val = json.loads(args.val.read_text()) if args.val.exists() else None
     test = json.loads(args.test.read_text()) if args.test.exists() else None
     model = load_model(args.src)
-    save_pretrained(model, args.out, card_notes=card_notes(val, args.val_name, test, args.test_name),
-                    weights_dtype=torch.float16)
+    save_pretrained(
+        model,
+        args.out,
+        card_notes=card_notes(val, args.val_name, test, args.test_name),
+        weights_dtype=torch.float16,
+    )
     print(f"wrote {args.out}")
 
 

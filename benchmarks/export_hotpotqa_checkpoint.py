@@ -23,14 +23,20 @@ DEST = Path(__file__).resolve().parents[1] / "qrag_integrations" / "assets" / "h
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("src", type=Path, help="checkpoint folder to ship")
     parser.add_argument("--notes", type=Path, required=True, help="Markdown for the model card")
     parser.add_argument("--dest", type=Path, default=DEST)
     args = parser.parse_args()
     model = load_model(str(args.src))
-    save_pretrained(model, args.dest, card_notes=args.notes.read_text(encoding="utf-8"),
-                    weights_dtype=torch.float16)
+    save_pretrained(
+        model,
+        args.dest,
+        card_notes=args.notes.read_text(encoding="utf-8"),
+        weights_dtype=torch.float16,
+    )
     size = sum(f.stat().st_size for f in args.dest.rglob("*") if f.is_file())
     print(f"wrote {args.dest} ({size / 2**20:.1f} MiB)")
 

@@ -31,7 +31,13 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file, save_file
 
-BASE_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json")
+BASE_FILES = (
+    "config.json",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "vocab.txt",
+    "special_tokens_map.json",
+)
 WEIGHTS = "model.safetensors"
 FP16_WEIGHTS = "model.fp16.safetensors"
 HOTPOTQA_FILE = "hotpotqa_trainval.json.xz"
@@ -60,7 +66,10 @@ def pack(out: Path, python_version: str) -> None:
         if (base / name).exists():
             shutil.copy2(base / name, out / "base" / name)
     weights = load_file(str(base / WEIGHTS))
-    save_file({k: v.to(torch.float16).contiguous() for k, v in weights.items()}, str(out / "base" / FP16_WEIGHTS))
+    save_file(
+        {k: v.to(torch.float16).contiguous() for k, v in weights.items()},
+        str(out / "base" / FP16_WEIGHTS),
+    )
 
     records = json.loads(default_path().read_text(encoding="utf-8"))
     kept = [r for r in records if split_of(str(r["_id"])) != EVAL]
@@ -75,12 +84,34 @@ def pack(out: Path, python_version: str) -> None:
             for file in sorted(root.glob(pattern)):
                 tar.add(file, arcname=f"{package}/{file.relative_to(root)}")
     subprocess.run(
-        [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
-         "--python-version", python_version, "-d", str(out / "wheels"), *WHEELS],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "-q",
+            "--no-deps",
+            "--only-binary=:all:",
+            "--python-version",
+            python_version,
+            "-d",
+            str(out / "wheels"),
+            *WHEELS,
+        ],
         check=True,
     )
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out / "wheels"), *SDIST_WHEELS],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "-w",
+            str(out / "wheels"),
+            *SDIST_WHEELS,
+        ],
         check=True,
     )
     for file in sorted(out.rglob("*")):
@@ -95,9 +126,15 @@ def unpack(bundle: Path, dest: Path) -> None:
         if (bundle / "base" / name).exists():
             shutil.copy2(bundle / "base" / name, dest / "base" / name)
     weights = load_file(str(bundle / "base" / FP16_WEIGHTS))
-    save_file({k: v.to(torch.float32).contiguous() for k, v in weights.items()}, str(dest / "base" / WEIGHTS))
+    save_file(
+        {k: v.to(torch.float32).contiguous() for k, v in weights.items()},
+        str(dest / "base" / WEIGHTS),
+    )
     if (bundle / HOTPOTQA_FILE).exists():
-        with lzma.open(bundle / HOTPOTQA_FILE, "rb") as src, open(dest / "hotpotqa.json", "wb") as dst:
+        with (
+            lzma.open(bundle / HOTPOTQA_FILE, "rb") as src,
+            open(dest / "hotpotqa.json", "wb") as dst,
+        ):
             shutil.copyfileobj(src, dst)
     else:  # a BabiLong-only bundle (ROUND=3) leaves it out to stay under the upload limit
         print(f"{HOTPOTQA_FILE} not in the bundle: HotpotQA runs cannot start")
@@ -109,7 +146,18 @@ def unpack(bundle: Path, dest: Path) -> None:
         (site / package / "__init__.py").touch()
     wheels = sorted(str(w) for w in (bundle / "wheels").glob("*.whl"))
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--target", str(site), *wheels],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-index",
+            "--no-deps",
+            "--target",
+            str(site),
+            *wheels,
+        ],
         check=True,
     )
     print(f"unpacked into {dest}: PYTHONPATH={site}")
@@ -130,20 +178,28 @@ def rebase(src: Path, dst: Path, base_model: str) -> None:
     trained = load_file(str(src / PARTIAL_WEIGHTS_FILE))
     expected = model.trained_state_dict()
     if set(trained) != set(expected):
-        raise SystemExit(f"{src}: trained tensors do not match the top {config.trainable_layers} layers")
+        raise SystemExit(
+            f"{src}: trained tensors do not match the top {config.trainable_layers} layers"
+        )
     model.load_state_dict({k: v.to(torch.float32) for k, v in trained.items()}, strict=False)
     card = src / "README.md"
     notes = card.read_text(encoding="utf-8").split("## ", 1)[-1] if card.exists() else ""
-    save_pretrained(model, dst, card_notes="## " + notes if notes else "", weights_dtype=torch.float16)
+    save_pretrained(
+        model, dst, card_notes="## " + notes if notes else "", weights_dtype=torch.float16
+    )
     print(f"rebased {src} -> {dst} over {base_model}")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = parser.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("pack")
     p.add_argument("out", type=Path)
-    p.add_argument("--python-version", default="3.12", help="Python of the remote machine (for wheels)")
+    p.add_argument(
+        "--python-version", default="3.12", help="Python of the remote machine (for wheels)"
+    )
     p = sub.add_parser("unpack")
     p.add_argument("bundle", type=Path)
     p.add_argument("dest", type=Path)

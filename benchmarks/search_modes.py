@@ -106,7 +106,12 @@ class SizeRun:
 
 
 def build_run(
-    model: Any, n: int, args: argparse.Namespace, lines: list[str], real_norms: np.ndarray, queries: list[str]
+    model: Any,
+    n: int,
+    args: argparse.Namespace,
+    lines: list[str],
+    real_norms: np.ndarray,
+    queries: list[str],
 ) -> SizeRun:
     """Index ``n`` synthetic chunks, the FAISS flat index of the same vectors and the searcher."""
     import faiss
@@ -132,7 +137,12 @@ def build_run(
 
 
 def measure_size(
-    model: Any, n: int, args: argparse.Namespace, lines: list[str], real_norms: np.ndarray, queries: list[str]
+    model: Any,
+    n: int,
+    args: argparse.Namespace,
+    lines: list[str],
+    real_norms: np.ndarray,
+    queries: list[str],
 ) -> dict:
     """Every mode at index size ``n``: memory first (in a fresh process), then latencies."""
     result: dict = {"n": n}
@@ -281,7 +291,9 @@ def measure_fp16(run: SizeRun, single: dict) -> dict:
     t16: list[float] = []
     t32: list[float] = []
     for i, q in enumerate(run.queries):
-        pair = [(s16, t16), (run.searcher, t32)] if i % 2 == 0 else [(run.searcher, t32), (s16, t16)]
+        pair = (
+            [(s16, t16), (run.searcher, t32)] if i % 2 == 0 else [(run.searcher, t32), (s16, t16)]
+        )
         for s, store in pair:
             t0 = time.perf_counter()
             s.search([q], k=args.k)
@@ -318,10 +330,7 @@ def measure_memory(n: int, dim: int, norm: float, seed: int, device: str) -> dic
     snap = index.snapshot()
     # what the Python side holds per chunk (shallow sizes; the doc_id string is shared)
     py = sum(
-        sys.getsizeof(c)
-        + sys.getsizeof(c.text)
-        + sys.getsizeof(c.id)
-        + sys.getsizeof(c.metadata)
+        sys.getsizeof(c) + sys.getsizeof(c.text) + sys.getsizeof(c.id) + sys.getsizeof(c.metadata)
         for c in snap.chunks
     ) + sys.getsizeof(snap.chunks)
     row_of = sys.getsizeof(index._row_of)

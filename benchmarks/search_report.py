@@ -85,7 +85,9 @@ def print_fp16_lines(results: list[dict]) -> None:
             )
 
 
-def print_report(results: list[dict], queries: int, threads: int, batch: int, batch_reps: int) -> None:
+def print_report(
+    results: list[dict], queries: int, threads: int, batch: int, batch_reps: int
+) -> None:
     """Every table: single-query latency, scan only, batched latency, memory, fp16."""
     print(
         f"\nper-query latency, ms (median of {queries} queries); threads={threads}; "

@@ -1,6 +1,6 @@
 """QRAGRetriever in a LangChain LCEL chain (runs offline with the default model).
 
-    python examples/langchain_chain.py
+python examples/langchain_chain.py
 """
 
 import os
@@ -25,7 +25,9 @@ docs = [
 ]
 
 # Two lines to swap it into an existing chain: build it, use it where the old retriever was.
-retriever = QRAGRetriever.from_documents(docs, k=3)  # checkpoint="path/to/trained" for a trained model
+retriever = QRAGRetriever.from_documents(
+    docs, k=3
+)  # checkpoint="path/to/trained" for a trained model
 
 
 def format_docs(found: list[Document]) -> str:
@@ -34,10 +36,18 @@ def format_docs(found: list[Document]) -> str:
 
 prompt = ChatPromptTemplate.from_template("Context:\n{context}\n\nQuestion: {question}\nAnswer:")
 llm = FakeListLLM(responses=["garden"])  # replace with any LangChain chat model / LLM
-chain = {"context": retriever | format_docs, "question": RunnablePassthrough()} | prompt | llm | StrOutputParser()
+chain = (
+    {"context": retriever | format_docs, "question": RunnablePassthrough()}
+    | prompt
+    | llm
+    | StrOutputParser()
+)
 
 question = "Where is the football?"
 for d in retriever.invoke(question):
     print(f"step {d.metadata['qrag_step']}  Q={d.metadata['qrag_q_value']:+.3f}  {d.page_content}")
 print("answer:", chain.invoke(question))
-print("filtered:", [d.page_content for d in retriever.invoke(question, k=2, filter={"source": "story"})])
+print(
+    "filtered:",
+    [d.page_content for d in retriever.invoke(question, k=2, filter={"source": "story"})],
+)

@@ -1,6 +1,6 @@
 """QRAGRetriever in a LlamaIndex query engine (runs offline with the default model).
 
-    python examples/llama_index_query_engine.py
+python examples/llama_index_query_engine.py
 """
 
 import os
@@ -21,7 +21,9 @@ story = (
 documents = [Document(text=story, id_="story-1")]
 
 # Two lines to swap it into an existing query engine.
-retriever = QRAGRetriever.from_documents(documents, text_splitter=SentenceSplitter(chunk_size=24, chunk_overlap=0), k=3)
+retriever = QRAGRetriever.from_documents(
+    documents, text_splitter=SentenceSplitter(chunk_size=24, chunk_overlap=0), k=3
+)
 engine = RetrieverQueryEngine.from_args(retriever, llm=MockLLM())  # any LlamaIndex LLM
 
 response = engine.query("Where is the football?")

@@ -25,11 +25,18 @@ client = QdrantClient(":memory:")  # or QdrantClient(path="qdrant_data"), or url
 # exact arg-max (the "store stats" line below): fine for this 160-chunk sample, a full scan per step
 # on a big collection. Leave it off (the default) in production.
 retriever = QRAGRetriever.from_store(
-    client, collection_name="story", checkpoint=demo_checkpoint(), k=3, candidates_per_step=64, check_exact=True
+    client,
+    collection_name="story",
+    checkpoint=demo_checkpoint(),
+    k=3,
+    candidates_per_step=64,
+    check_exact=True,
 )
 retriever.add_texts(sample["chunks"], ids=[f"s{i}" for i in range(len(sample["chunks"]))])
 
 print(f"question: {sample['question']}   (answer: {sample['answer']})")
 for doc in retriever.invoke(sample["question"]):
-    print(f"  step {doc.metadata['qrag_step']}  Q={doc.metadata['qrag_q_value']:+.3f}  {doc.page_content}")
+    print(
+        f"  step {doc.metadata['qrag_step']}  Q={doc.metadata['qrag_q_value']:+.3f}  {doc.page_content}"
+    )
 print("store stats:", retriever.stats)

@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, Any
 
 from qrag_integrations._version import __version__
 from qrag_integrations.core.checkpoint import save_pretrained
-from qrag_integrations.core.loading import load_model
 from qrag_integrations.core.config import PositionMode, QRAGConfig, StateOrder
 from qrag_integrations.core.errors import CheckpointError, IndexMismatchError, QRAGError
 from qrag_integrations.core.index import ChunkIndex
+from qrag_integrations.core.loading import load_model
 from qrag_integrations.core.model import QRAGModel
 from qrag_integrations.core.reference_import import import_reference_checkpoint
 from qrag_integrations.core.search import Hit, MultiStepSearcher, SearchSettings
@@ -41,7 +41,10 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("QRAGRetriever", "QRAGStoreRetriever"):  # imports LangChain and LlamaIndex: only when asked for
+    if name in (
+        "QRAGRetriever",
+        "QRAGStoreRetriever",
+    ):  # imports LangChain and LlamaIndex: only when asked for
         from qrag_integrations.frameworks.retriever import QRAGRetriever
 
         if name == "QRAGStoreRetriever":

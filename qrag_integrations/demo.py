@@ -44,7 +44,9 @@ def load_reader(spec: str | None, device: str) -> Any:
 
     if spec == "none":
         return None
-    options = {"device": device, "max_new_tokens": 24} if (spec or "local").startswith("local") else {}
+    options = (
+        {"device": device, "max_new_tokens": 24} if (spec or "local").startswith("local") else {}
+    )
     try:
         with contextlib.redirect_stderr(io.StringIO()):  # transformers' GGUF conversion bar
             return build_reader(spec or "local", **options)
@@ -62,13 +64,25 @@ def main(argv: list[str] | None = None) -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--checkpoint", default=None, help="checkpoint folder or HF encoder (default: the shipped demo checkpoint)")
-    parser.add_argument("--compare-untrained", action="store_true", help="also run the untrained packaged MiniLM on the same sample")
+    parser.add_argument(
+        "--checkpoint",
+        default=None,
+        help="checkpoint folder or HF encoder (default: the shipped demo checkpoint)",
+    )
+    parser.add_argument(
+        "--compare-untrained",
+        action="store_true",
+        help="also run the untrained packaged MiniLM on the same sample",
+    )
     parser.add_argument("--k", type=int, default=3, help="search steps")
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--reader", default=None, metavar="SPEC",
-                        help="reader LLM: local (default, SmolLM2-135M), local:PATH, openai:BASE_URL#MODEL, "
-                        "vllm:MODEL, or none (echo the context instead of answering)")
+    parser.add_argument(
+        "--reader",
+        default=None,
+        metavar="SPEC",
+        help="reader LLM: local (default, SmolLM2-135M), local:PATH, openai:BASE_URL#MODEL, "
+        "vllm:MODEL, or none (echo the context instead of answering)",
+    )
     args = parser.parse_args(argv)
 
     from transformers.utils import logging as hf_logging
@@ -91,10 +105,16 @@ def main(argv: list[str] | None = None) -> None:
     ids = [f"s{i}" for i in range(len(chunks))]
     with one_line_errors("qrag-demo"):  # a bad --checkpoint, --k or --device: one line, exit 2
         retriever = QRAGRetriever.from_texts(
-            chunks, ids=ids, checkpoint=args.checkpoint or demo_checkpoint(), k=args.k, device=args.device
+            chunks,
+            ids=ids,
+            checkpoint=args.checkpoint or demo_checkpoint(),
+            k=args.k,
+            device=args.device,
         )
     print(f"model: {retriever.checkpoint}")
-    print(f"corpus: {len(chunks)} sentences (~{len(chunks) * 25} tokens), {len(support)} supporting facts hidden in noise")
+    print(
+        f"corpus: {len(chunks)} sentences (~{len(chunks) * 25} tokens), {len(support)} supporting facts hidden in noise"
+    )
     print(f"question: {sample['question']}   (answer: {sample['answer']})")
     reader = load_reader(args.reader, args.device)
     print(f"reader: {reader.name if reader else 'none (the context is echoed)'}\n")
@@ -104,25 +124,40 @@ def main(argv: list[str] | None = None) -> None:
     for d in docs:
         row = int(d.id[1:])
         mark = "FACT " if row in support else "     "
-        print(f"  step {d.metadata['qrag_step']}  Q={d.metadata['qrag_q_value']:+.3f}  "
-              f"pos={d.metadata['qrag_position']:>3}  {mark} #{row}: {d.page_content}")
+        print(
+            f"  step {d.metadata['qrag_step']}  Q={d.metadata['qrag_q_value']:+.3f}  "
+            f"pos={d.metadata['qrag_position']:>3}  {mark} #{row}: {d.page_content}"
+        )
     found = support & {int(d.id[1:]) for d in docs}
     print(f"  supporting facts found: {len(found)}/{len(support)}")
     prompt = ChatPromptTemplate.from_template(DEFAULT_TEMPLATE)
     llm = as_langchain_runnable(reader) if reader else RunnableLambda(context_reader)
-    chain = {"context": retriever | format_docs, "question": RunnablePassthrough()} | prompt | llm | StrOutputParser()
+    chain = (
+        {"context": retriever | format_docs, "question": RunnablePassthrough()}
+        | prompt
+        | llm
+        | StrOutputParser()
+    )
     print("  chain answer:", chain.invoke(sample["question"]).replace("\n", "\n    "))
 
     if args.compare_untrained:
-        plain = QRAGRetriever.from_texts(chunks, ids=ids, checkpoint=default_checkpoint(), k=args.k, device=args.device)
+        plain = QRAGRetriever.from_texts(
+            chunks, ids=ids, checkpoint=default_checkpoint(), k=args.k, device=args.device
+        )
         hits = {int(d.id[1:]) for d in plain.invoke(sample["question"])}
-        print(f"  untrained MiniLM on the same sample: supporting facts found {len(support & hits)}/{len(support)}")
+        print(
+            f"  untrained MiniLM on the same sample: supporting facts found {len(support & hits)}/{len(support)}"
+        )
 
     print("\nLlamaIndex: RetrieverQueryEngine with the same retriever object")
-    engine = RetrieverQueryEngine.from_args(retriever, llm=as_llama_index_llm(reader) if reader else MockLLM())
+    engine = RetrieverQueryEngine.from_args(
+        retriever, llm=as_llama_index_llm(reader) if reader else MockLLM()
+    )
     response = engine.query(sample["question"])
     for n in response.source_nodes:
-        print(f"  step {n.node.metadata['qrag_step']}  score={n.score:+.3f}  {n.node.get_content()}")
+        print(
+            f"  step {n.node.metadata['qrag_step']}  score={n.score:+.3f}  {n.node.get_content()}"
+        )
     if reader:
         print(f"  query engine answer: {response.response}")
 

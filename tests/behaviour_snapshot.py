@@ -21,15 +21,21 @@ from typing import Any
 
 SAMPLE = Path(__file__).resolve().parents[1] / "qrag_integrations" / "assets" / "demo_sample.json"
 SCORE_TOLERANCE = 1e-4
-QRAG_EVAL = str(Path(sys.executable).with_name("qrag-eval"))  # the console script beside this Python
+QRAG_EVAL = str(
+    Path(sys.executable).with_name("qrag-eval")
+)  # the console script beside this Python
 QUESTIONS = ["Where is the apple?", "Where was Mary before the kitchen?", "Who went to the garden?"]
 CHECKPOINTS = [None, "packaged:qrag-babi-demo", "packaged:qrag-hotpotqa-minilm"]
 
 
 def _picks(docs: list[Any]) -> list[dict[str, Any]]:
     return [
-        {"text": d.page_content[:60], "q": round(float(d.metadata["qrag_q_value"]), 6),
-         "step": d.metadata["qrag_step"], "position": d.metadata["qrag_position"]}
+        {
+            "text": d.page_content[:60],
+            "q": round(float(d.metadata["qrag_q_value"]), 6),
+            "step": d.metadata["qrag_step"],
+            "position": d.metadata["qrag_position"],
+        }
         for d in docs
     ]
 
@@ -48,7 +54,9 @@ def retriever_cases(chunks: list[str]) -> dict[str, Any]:
         out[f"{name}/filter"] = _picks(r.invoke(QUESTIONS[0], filter={"part": [0, 1]}))
         out[f"{name}/stop"] = _picks(r.invoke(QUESTIONS[0], k=6, stop_threshold=0.5))
         nodes = r.retrieve(QUESTIONS[1])
-        out[f"{name}/llama_index"] = [[n.node.get_content()[:60], round(float(n.score), 6)] for n in nodes]
+        out[f"{name}/llama_index"] = [
+            [n.node.get_content()[:60], round(float(n.score), 6)] for n in nodes
+        ]
     return out
 
 
@@ -62,14 +70,23 @@ def store_cases(chunks: list[str]) -> dict[str, Any]:
 
     out: dict[str, Any] = {}
     metas = [{"part": i % 3} for i in range(len(chunks))]
-    qdrant = QRAGRetriever.from_store(QdrantClient(":memory:"), collection_name="facts",
-                                      checkpoint="packaged:qrag-babi-demo", k=4, candidates_per_step=16)
+    qdrant = QRAGRetriever.from_store(
+        QdrantClient(":memory:"),
+        collection_name="facts",
+        checkpoint="packaged:qrag-babi-demo",
+        k=4,
+        candidates_per_step=16,
+    )
     qdrant.add_texts(chunks, metadatas=metas)
     out["qdrant/invoke"] = [_picks(qdrant.invoke(q)) for q in QUESTIONS]
     out["qdrant/filter"] = _picks(qdrant.invoke(QUESTIONS[0], filter={"part": 2}))
     model = qdrant.model
-    memory = QRAGRetriever.from_store(InMemoryVectorStore(embedding=QRAGEmbeddings(model)),
-                                      checkpoint="packaged:qrag-babi-demo", k=4, candidates_per_step=16)
+    memory = QRAGRetriever.from_store(
+        InMemoryVectorStore(embedding=QRAGEmbeddings(model)),
+        checkpoint="packaged:qrag-babi-demo",
+        k=4,
+        candidates_per_step=16,
+    )
     memory.add_texts(chunks, metadatas=metas)
     out["langchain_store/invoke"] = [_picks(memory.invoke(q)) for q in QUESTIONS]
     return out
@@ -79,16 +96,45 @@ def eval_cases() -> dict[str, Any]:
     """``qrag-eval`` on generated bAbI qa2 episodes: the demo checkpoint and three baselines."""
     out: dict[str, Any] = {}
     demo = Path(__file__).resolve().parents[1] / "qrag_integrations" / "assets" / "demo_checkpoint"
-    runs = {"demo": [str(demo)], "dense": ["--baseline", "dense"], "bm25": ["--baseline", "bm25"], "base": ["--baseline", "base"]}
+    runs = {
+        "demo": [str(demo)],
+        "dense": ["--baseline", "dense"],
+        "bm25": ["--baseline", "bm25"],
+        "base": ["--baseline", "base"],
+    }
     for name, who in runs.items():
         with tempfile.TemporaryDirectory() as tmp:
-            cmd = [QRAG_EVAL, *who, "--env", "babilong", "--set", "env.task=qa2", "--set", "env.eval_target_tokens=2000",
-                   "--n", "12", "--seed", "4242", "--steps", "4", "--out", tmp]
+            cmd = [
+                QRAG_EVAL,
+                *who,
+                "--env",
+                "babilong",
+                "--set",
+                "env.task=qa2",
+                "--set",
+                "env.eval_target_tokens=2000",
+                "--n",
+                "12",
+                "--seed",
+                "4242",
+                "--steps",
+                "4",
+                "--out",
+                tmp,
+            ]
             subprocess.run(cmd, check=True, capture_output=True, text=True)
             summary = json.loads((Path(tmp) / "summary.json").read_text())
-            samples = [json.loads(line) for line in (Path(tmp) / "samples.jsonl").read_text().splitlines()]
-        out[f"eval/{name}/metrics"] = {k: v for k, v in summary.items() if isinstance(v, (int, float)) and "time" not in k and "sec" not in k}
-        out[f"eval/{name}/picks"] = [[s["picked"], [round(x, 6) for x in s.get("scores", [])]] for s in samples]
+            samples = [
+                json.loads(line) for line in (Path(tmp) / "samples.jsonl").read_text().splitlines()
+            ]
+        out[f"eval/{name}/metrics"] = {
+            k: v
+            for k, v in summary.items()
+            if isinstance(v, (int, float)) and "time" not in k and "sec" not in k
+        }
+        out[f"eval/{name}/picks"] = [
+            [s["picked"], [round(x, 6) for x in s.get("scores", [])]] for s in samples
+        ]
     return out
 
 

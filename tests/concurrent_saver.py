@@ -43,11 +43,17 @@ def slow_renames(seconds: float = 0.01) -> None:
 
 
 def main() -> None:
-    tiny_bert_dir, target, name, saves = sys.argv[1], Path(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+    tiny_bert_dir, target, name, saves = (
+        sys.argv[1],
+        Path(sys.argv[2]),
+        sys.argv[3],
+        int(sys.argv[4]),
+    )
     torch.set_num_threads(1)
     texts = saver_texts(name)
-    retriever = QRAGRetriever.from_texts(texts, ids=[f"{name}{i}" for i in range(len(texts))],
-                                         checkpoint=tiny_bert_dir, k=K_OF[name])
+    retriever = QRAGRetriever.from_texts(
+        texts, ids=[f"{name}{i}" for i in range(len(texts))], checkpoint=tiny_bert_dir, k=K_OF[name]
+    )
     target.with_name(f"{target.name}.ready-{name}").touch()
     go = target.with_name(f"{target.name}.go")
     deadline = time.monotonic() + 120

@@ -14,8 +14,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from qrag_integrations.core.checkpoint import tensor_fingerprint
 from qrag_training import train
+
+from qrag_integrations.core.checkpoint import tensor_fingerprint
 
 
 def main() -> None:

@@ -59,7 +59,9 @@ class Faults:
         self.root = os.path.abspath(root)
         self.fail_at = fail_at
         self.action = action
-        self.events = {"open", "os.mkdir", "os.rename"} | ({"os.remove", "os.rmdir"} if removals else set())
+        self.events = {"open", "os.mkdir", "os.rename"} | (
+            {"os.remove", "os.rmdir"} if removals else set()
+        )
         self.seen: list[str] = []
         self._lock = threading.Lock()
 
@@ -104,7 +106,9 @@ def injected(faults: Faults) -> Iterator[Faults]:
         module = importlib.import_module(module_name)
         original = getattr(module, name)
 
-        def wrapper(tensors: Any, filename: Any, *args: Any, _original: Any = original, **kwargs: Any) -> Any:
+        def wrapper(
+            tensors: Any, filename: Any, *args: Any, _original: Any = original, **kwargs: Any
+        ) -> Any:
             faults.write("safetensors", filename)
             return _original(tensors, filename, *args, **kwargs)
 
@@ -126,4 +130,6 @@ def scratch_left(folder: Path) -> list[str]:
 
 def folder_bytes(folder: Path) -> dict[str, bytes]:
     """Every file under ``folder`` by relative path, with its bytes."""
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
+    }

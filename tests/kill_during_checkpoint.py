@@ -37,7 +37,10 @@ def main() -> None:
     try:
         train.main()
     finally:
-        print("checkpoint writes: " + " ".join(f"{k}={','.join(map(str, v))}" for k, v in counts.items()))
+        print(
+            "checkpoint writes: "
+            + " ".join(f"{k}={','.join(map(str, v))}" for k, v in counts.items())
+        )
 
 
 if __name__ == "__main__":

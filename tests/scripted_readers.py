@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from qrag_training.data.episode import Episode
 
 FACTORY = "qrag_integrations.llm.factory"
@@ -47,7 +46,9 @@ def context_of(prompt: str) -> str:
     return prompt.split("Context:\n", 1)[1].split("\nQuestion:", 1)[0]
 
 
-def gold_fact_reader(episodes: Sequence[Episode], facts: dict[str, Sequence[str]] | None = None) -> ScriptedReader:
+def gold_fact_reader(
+    episodes: Sequence[Episode], facts: dict[str, Sequence[str]] | None = None
+) -> ScriptedReader:
     """Answers an episode's gold answer iff its question and every one of its key facts (default:
     the supporting chunks; ``facts[episode.id]`` overrides) are in the prompt, else ``nowhere``.
     The episode is the first whose question is the prompt's and whose chunks hold every context
@@ -86,8 +87,23 @@ def write_unlabeled(path: Path, n: int = 30) -> dict[str, list[str]]:
     with path.open("w", encoding="utf-8") as fh:
         for i in range(n):
             fact = f"the apple {i} is in the garden {i}."
-            chunks = [f"the cat {i} sat.", f"the dog {i} ran.", fact, f"the sky {i} is blue.", f"john {i} left."]
+            chunks = [
+                f"the cat {i} sat.",
+                f"the dog {i} ran.",
+                fact,
+                f"the sky {i} is blue.",
+                f"john {i} left.",
+            ]
             facts[f"q{i}"] = [fact]
-            fh.write(json.dumps({"id": f"q{i}", "question": f"where is the apple {i}?", "answer": f"garden {i}",
-                                 "chunks": chunks}) + "\n")
+            fh.write(
+                json.dumps(
+                    {
+                        "id": f"q{i}",
+                        "question": f"where is the apple {i}?",
+                        "answer": f"garden {i}",
+                        "chunks": chunks,
+                    }
+                )
+                + "\n"
+            )
     return facts

@@ -9,8 +9,8 @@ from langchain_tests.integration_tests import EmbeddingsIntegrationTests
 from test_langchain_standard import _tiny_bert_path
 
 from qrag_integrations.core.config import QRAGConfig
-from qrag_integrations.frameworks.embeddings import QRAGEmbeddings
 from qrag_integrations.core.model import QRAGModel
+from qrag_integrations.frameworks.embeddings import QRAGEmbeddings
 
 
 @functools.cache

@@ -26,7 +26,9 @@ def test_packaged_hotpotqa_checkpoint_finds_both_paragraphs_more_often_than_dens
         emb = model.embed_chunks(e.chunks)
         index = ChunkIndex(model.embedding_dim)
         index.add(e.chunks, emb, ids=[str(i) for i in range(len(e.chunks))])
-        picks = {int(h.chunk.id) for h in MultiStepSearcher(model, index).search([e.question], k=2)[0]}
+        picks = {
+            int(h.chunk.id) for h in MultiStepSearcher(model, index).search([e.question], k=2)[0]
+        }
         ours += set(e.support) <= picks
         with torch.inference_mode():
             scores = untrained.embed_chunks(e.chunks) @ untrained.embed_states([e.question])[0]

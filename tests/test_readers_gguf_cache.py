@@ -55,11 +55,15 @@ def loads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 def greedy_ids(reader: TransformersReader, prompt: str = PROMPTS[1], new: int = 12) -> list[int]:
     """The prompt's tokens and the greedy continuation, as the reader feeds its model."""
-    enc = reader.tokenizer(reader.format_prompt(prompt), return_tensors="pt",
-                           add_special_tokens=not reader.use_chat_template)
+    enc = reader.tokenizer(
+        reader.format_prompt(prompt),
+        return_tensors="pt",
+        add_special_tokens=not reader.use_chat_template,
+    )
     with torch.inference_mode():
-        out = reader.model.generate(**enc, max_new_tokens=new, do_sample=False,
-                                    pad_token_id=reader.tokenizer.pad_token_id)
+        out = reader.model.generate(
+            **enc, max_new_tokens=new, do_sample=False, pad_token_id=reader.tokenizer.pad_token_id
+        )
     return out[0].tolist()
 
 
@@ -79,7 +83,9 @@ def test_a_gguf_file_is_converted_once_then_read_from_the_cache_with_the_same_to
     assert entry.name.startswith(file_sha256(tiny_gguf)) and "transformers" in entry.name
     manifest = json.loads((entry / MANIFEST_FILE).read_text())
     assert manifest["source"] == {
-        "name": tiny_gguf.name, "path": str(tiny_gguf), "size": tiny_gguf.stat().st_size,
+        "name": tiny_gguf.name,
+        "path": str(tiny_gguf),
+        "size": tiny_gguf.stat().st_size,
         "sha256": file_sha256(tiny_gguf),
     }
     assert {"model.safetensors", "config.json", "tokenizer.json"} <= set(manifest["files"])
@@ -150,8 +156,12 @@ def _old_layout(entry: Path) -> None:
     ],
 )
 def test_a_damaged_entry_is_detected_converted_again_and_replaced(
-    tiny_gguf: Path, tmp_path: Path, loads: list[str], caplog: pytest.LogCaptureFixture,
-    damage: Any, why: str,
+    tiny_gguf: Path,
+    tmp_path: Path,
+    loads: list[str],
+    caplog: pytest.LogCaptureFixture,
+    damage: Any,
+    why: str,
 ) -> None:
     first = TransformersReader(tiny_gguf, cache_dir=tmp_path)
     entry, expected = first.cache_path, greedy_ids(first)
@@ -186,8 +196,13 @@ def _a_foreign_file(entry: Path) -> None:
 @pytest.mark.parametrize(
     ("plant", "said"),
     [
-        (_no_manifest, f"a folder that is not a converted reader model cache (no {MANIFEST_FILE}); "
-                       "it holds notes.txt"),
+        (
+            _no_manifest,
+            (
+                f"a folder that is not a converted reader model cache (no {MANIFEST_FILE}); "
+                "it holds notes.txt"
+            ),
+        ),
         (_garbled_manifest, f"(no {MANIFEST_FILE})"),
         (_a_foreign_file, "also holds files it does not write: notes.txt"),
     ],

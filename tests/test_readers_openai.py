@@ -65,12 +65,12 @@ def test_a_persistent_error_is_a_reader_error_naming_url_and_status() -> None:
     with (
         StubServer(lambda i, b: Reply(500, body="engine crashed")) as server,
         reader_for(server, max_retries=2) as reader,
-    ):
-        with pytest.raises(
+        pytest.raises(
             ReaderError,
             match=r"POST http://127\.0\.0\.1:\d+/v1/chat/completions returned HTTP 500 after 3 tries: engine crashed",
-        ):
-            reader.generate(["q"])
+        ),
+    ):
+        reader.generate(["q"])
     assert len(server.requests) == 3
 
 
@@ -78,9 +78,9 @@ def test_a_client_error_is_not_retried() -> None:
     with (
         StubServer(lambda i, b: Reply(400, body="unknown model")) as server,
         reader_for(server) as reader,
+        pytest.raises(ReaderError, match="HTTP 400 after 1 try: unknown model"),
     ):
-        with pytest.raises(ReaderError, match="HTTP 400 after 1 try: unknown model"):
-            reader.generate(["q"])
+        reader.generate(["q"])
     assert len(server.requests) == 1
 
 
@@ -88,9 +88,12 @@ def test_a_client_error_is_not_retried() -> None:
     "body", ["not json", '{"choices": []}', '{"choices": [{"message": {"content": null}}]}']
 )
 def test_a_malformed_reply_is_a_reader_error(body: str) -> None:
-    with StubServer(lambda i, b: Reply(body=body)) as server, reader_for(server) as reader:
-        with pytest.raises(ReaderError, match=r"/v1/chat/completions returned"):
-            reader.generate(["q"])
+    with (
+        StubServer(lambda i, b: Reply(body=body)) as server,
+        reader_for(server) as reader,
+        pytest.raises(ReaderError, match=r"/v1/chat/completions returned"),
+    ):
+        reader.generate(["q"])
 
 
 def test_an_unreachable_server_is_a_reader_error_after_the_retries() -> None:

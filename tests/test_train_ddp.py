@@ -18,27 +18,62 @@ pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[1]
 TINY_RUN = [
-    "model=tiny", "batch_size=8", "envs_parallel=4", "eval_interval=2", "eval_episodes=4", "log_interval=1",
-    "torch_threads=1", "env.task=qa1", "env.target_tokens=250", "env.pool_size=16", "env.max_steps=2",
-    "algo.warmup=2", "model.trainable_layers=1",
+    "model=tiny",
+    "batch_size=8",
+    "envs_parallel=4",
+    "eval_interval=2",
+    "eval_episodes=4",
+    "log_interval=1",
+    "torch_threads=1",
+    "env.task=qa1",
+    "env.target_tokens=250",
+    "env.pool_size=16",
+    "env.max_steps=2",
+    "algo.warmup=2",
+    "model.trainable_layers=1",
 ]
 #: ``final_lr_ratio > 0``: a resumed run with more ``steps`` never takes a step at LR 0, so its
 #: weights must move.
 PQN = ["algo.learning_start=8", "algo.accumulate_grads=1", "algo.final_lr_ratio=0.5"]
 
 
-def launch(procs: int, hashes: Path, out_dir: Path, model_dir: Path, steps: int, *extra: str) -> dict[int, dict]:
+def launch(
+    procs: int, hashes: Path, out_dir: Path, model_dir: Path, steps: int, *extra: str
+) -> dict[int, dict]:
     """Train with ``procs`` processes (torchrun when more than one) through ``tests/ddp_worker.py``;
     returns each rank's report (weight fingerprints, counters)."""
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false",
-               OMP_NUM_THREADS="1")
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO / "training"), str(REPO), str(REPO / "tests"), env.get("PYTHONPATH", "")])
+    env = dict(
+        os.environ,
+        HF_HUB_OFFLINE="1",
+        TRANSFORMERS_OFFLINE="1",
+        TOKENIZERS_PARALLELISM="false",
+        OMP_NUM_THREADS="1",
+    )
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(REPO / "training"), str(REPO), str(REPO / "tests"), env.get("PYTHONPATH", "")]
+    )
     for key in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
         env.pop(key, None)
-    launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={procs}"]
-    cmd = [*(launcher if procs > 1 else [sys.executable]), str(REPO / "tests" / "ddp_worker.py"), str(hashes),
-           *TINY_RUN, f"model.base_model={model_dir}", f"out_dir={out_dir}", f"steps={steps}", *extra]
-    proc = subprocess.run(cmd, check=False, capture_output=True, text=True, env=env, timeout=400, cwd=REPO)
+    launcher = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc_per_node={procs}",
+    ]
+    cmd = [
+        *(launcher if procs > 1 else [sys.executable]),
+        str(REPO / "tests" / "ddp_worker.py"),
+        str(hashes),
+        *TINY_RUN,
+        f"model.base_model={model_dir}",
+        f"out_dir={out_dir}",
+        f"steps={steps}",
+        *extra,
+    ]
+    proc = subprocess.run(
+        cmd, check=False, capture_output=True, text=True, env=env, timeout=400, cwd=REPO
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     reports = {int(p.stem[4:]): json.loads(p.read_text()) for p in hashes.glob("rank*.json")}
     assert sorted(reports) == list(range(procs))
@@ -65,14 +100,23 @@ def test_pqn_two_ranks_identical_weights_rank0_writes_and_resume_across_world_si
     # rank 0 alone wrote: one metrics row per step, one TensorBoard file, nothing else
     assert steps_logged(out) == [0, 1, 2]
     assert len(list((out / "tb").iterdir())) == 1
-    assert sorted(p.name for p in out.iterdir()) == [".best.lock", ".last.lock", "best", "last", "metrics.jsonl", "tb"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        ".best.lock",
+        ".last.lock",
+        "best",
+        "last",
+        "metrics.jsonl",
+        "tb",
+    ]
     state = train_state(out)
     assert state["world_size"] == 2 and state["agent"]["updates"] == 2
 
     from qrag_integrations import load_model
     from qrag_integrations.core.checkpoint import tensor_fingerprint
 
-    assert tensor_fingerprint(load_model(str(out / "last")).trained_state_dict()) == two[0]["trained"]
+    assert (
+        tensor_fingerprint(load_model(str(out / "last")).trained_state_dict()) == two[0]["trained"]
+    )
 
     # 2 -> 1: the 2-rank checkpoint resumes in one process
     one = launch(1, tmp_path / "h1", out, tiny_bert_dir, 3, "resume=true", *PQN)
@@ -91,15 +135,25 @@ def test_pqn_two_ranks_identical_weights_rank0_writes_and_resume_across_world_si
 
 def test_next_hop_two_ranks_identical_weights(tmp_path: Path, tiny_bert_dir: Path) -> None:
     out = tmp_path / "warm"
-    two = launch(2, tmp_path / "h", out, tiny_bert_dir, 2, "algo=next_hop", "algo.questions_per_step=2",
-                 "env.position_mode=none")
+    two = launch(
+        2,
+        tmp_path / "h",
+        out,
+        tiny_bert_dir,
+        2,
+        "algo=next_hop",
+        "algo.questions_per_step=2",
+        "env.position_mode=none",
+    )
     assert two[0]["trained"] == two[1]["trained"]
     assert two[0]["updates"] == 2 and two[0]["env_steps"] == two[1]["env_steps"] > 0
     assert steps_logged(out) == [0, 1, 2]
     assert train_state(out)["agent"]["updates"] == 2
 
 
-def test_time_budget_stops_every_rank_at_the_same_update(tmp_path: Path, tiny_bert_dir: Path) -> None:
+def test_time_budget_stops_every_rank_at_the_same_update(
+    tmp_path: Path, tiny_bert_dir: Path
+) -> None:
     """Ranks' clocks differ; they agree to stop (else one would wait forever in a collective)."""
     out = tmp_path / "run"
     two = launch(2, tmp_path / "h", out, tiny_bert_dir, 50, "time_budget_minutes=0.0001", *PQN)
@@ -111,13 +165,14 @@ def test_time_budget_stops_every_rank_at_the_same_update(tmp_path: Path, tiny_be
 def _collectives(rank: int, world: int, init_file: str, results: dict) -> None:
     import torch
     import torch.distributed as dist
-
     from qrag_training.distributed import DistContext
 
     dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world)
     ctx = DistContext(rank, world, rank)
     trained = torch.nn.Parameter(torch.zeros(2, 3))
-    frozen_here = torch.nn.Parameter(torch.zeros(4))  # no gradient on rank 1 (a branch it did not use)
+    frozen_here = torch.nn.Parameter(
+        torch.zeros(4)
+    )  # no gradient on rank 1 (a branch it did not use)
     trained.grad = torch.full((2, 3), float(rank + 1))
     if rank == 0:
         frozen_here.grad = torch.arange(4.0)
@@ -126,8 +181,11 @@ def _collectives(rank: int, world: int, init_file: str, results: dict) -> None:
     torch.nn.init.constant_(module.weight, float(rank))
     ctx.broadcast_module(module)
     results[rank] = {
-        "trained": trained.grad.tolist(), "frozen": frozen_here.grad.tolist(),
-        "sums": ctx.sum_floats([rank, 1.5]), "any": ctx.any(rank == 1), "weight": module.weight.tolist(),
+        "trained": trained.grad.tolist(),
+        "frozen": frozen_here.grad.tolist(),
+        "sums": ctx.sum_floats([rank, 1.5]),
+        "any": ctx.any(rank == 1),
+        "weight": module.weight.tolist(),
         "object": ctx.broadcast_object(f"from {rank}"),
     }
     dist.destroy_process_group()

@@ -25,21 +25,41 @@ def train(
     """Run qrag-train, which must succeed; with ``kill=(name, n)``, through
     ``tests/kill_during_checkpoint.py`` (SIGKILL at the n-th write of its saves of
     ``out_dir/name``; ``n = 0`` counts the writes), whose exit status the caller checks."""
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO / "training"), str(REPO), env.get("PYTHONPATH", "")])
+    env = dict(
+        os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false"
+    )
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(REPO / "training"), str(REPO), env.get("PYTHONPATH", "")]
+    )
     entry = ["-m", "qrag_training.train"]
     if kill is not None:
         entry = [str(REPO / "tests" / "kill_during_checkpoint.py"), kill[0], str(kill[1])]
     cmd = [
-        sys.executable, *entry,
-        "model=tiny", f"model.base_model={model_dir}", f"out_dir={out_dir}",
-        f"steps={steps}", "batch_size=8", "envs_parallel=4", "eval_interval=2", "eval_episodes=4",
-        "log_interval=1", "torch_threads=1", "env.task=qa1", "env.target_tokens=250",
-        "env.pool_size=16", "env.max_steps=2", "algo.warmup=2", "model.trainable_layers=1", *extra,
+        sys.executable,
+        *entry,
+        "model=tiny",
+        f"model.base_model={model_dir}",
+        f"out_dir={out_dir}",
+        f"steps={steps}",
+        "batch_size=8",
+        "envs_parallel=4",
+        "eval_interval=2",
+        "eval_episodes=4",
+        "log_interval=1",
+        "torch_threads=1",
+        "env.task=qa1",
+        "env.target_tokens=250",
+        "env.pool_size=16",
+        "env.max_steps=2",
+        "algo.warmup=2",
+        "model.trainable_layers=1",
+        *extra,
     ]
     if "algo=next_hop" not in extra:
         cmd += ["algo.learning_start=8", "algo.accumulate_grads=1"]
-    proc = subprocess.run(cmd, check=False, capture_output=True, text=True, env=env, timeout=300, cwd=REPO)
+    proc = subprocess.run(
+        cmd, check=False, capture_output=True, text=True, env=env, timeout=300, cwd=REPO
+    )
     assert proc.returncode == 0 or kill, proc.stdout[-3000:] + proc.stderr[-3000:]
     return proc
 
@@ -85,7 +105,9 @@ def test_train_resume_and_load(tmp_path: Path, tiny_bert_dir: Path) -> None:
     from qrag_integrations import QRAGRetriever
 
     retriever = QRAGRetriever.from_texts(
-        ["mary went to the kitchen.", "the cat is blue.", "john got the apple."], checkpoint=str(last), k=2
+        ["mary went to the kitchen.", "the cat is blue.", "john got the apple."],
+        checkpoint=str(last),
+        k=2,
     )
     docs = retriever.invoke("where is mary?")
     assert len(docs) == 2
@@ -94,14 +116,28 @@ def test_train_resume_and_load(tmp_path: Path, tiny_bert_dir: Path) -> None:
 def test_next_hop_warm_start_then_pqn_from_it(tmp_path: Path, tiny_bert_dir: Path) -> None:
     """algo=next_hop trains and checkpoints like PQN; PQN then starts from it with init_from."""
     warm = tmp_path / "warm"
-    train(warm, tiny_bert_dir, 2, "algo=next_hop", "algo.questions_per_step=2", "env.position_mode=none")
+    train(
+        warm,
+        tiny_bert_dir,
+        2,
+        "algo=next_hop",
+        "algo.questions_per_step=2",
+        "env.position_mode=none",
+    )
     rec = records(warm)
     assert [r["step"] for r in rec] == [0, 1, 2]
     assert "hop_accuracy" in rec[-1] and "eval/fact_em" in rec[-1]
     pqn = tmp_path / "pqn"
     # token budgets and question anchoring are search settings: the new run sets its own
-    train(pqn, tiny_bert_dir, 2, f"init_from={warm / 'last'}", "env.position_mode=none",
-          "env.max_chunk_tokens=40", "model.question_weight=1.5")
+    train(
+        pqn,
+        tiny_bert_dir,
+        2,
+        f"init_from={warm / 'last'}",
+        "env.position_mode=none",
+        "env.max_chunk_tokens=40",
+        "model.question_weight=1.5",
+    )
     from qrag_integrations import load_model
 
     model = load_model(str(pqn / "last"))
@@ -109,10 +145,18 @@ def test_next_hop_warm_start_then_pqn_from_it(tmp_path: Path, tiny_bert_dir: Pat
     assert model.config.max_chunk_tokens == 40 and model.config.question_weight == 1.5
     assert load_model(str(warm / "last")).config.max_chunk_tokens != 40
     with pytest.raises(AssertionError, match="cannot start from"):
-        train(tmp_path / "bad", tiny_bert_dir, 1, f"init_from={warm / 'last'}", "env.position_mode=relative")
+        train(
+            tmp_path / "bad",
+            tiny_bert_dir,
+            1,
+            f"init_from={warm / 'last'}",
+            "env.position_mode=relative",
+        )
 
 
-def test_time_budget_stops_early_with_an_evaluation_and_a_save(tmp_path: Path, tiny_bert_dir: Path) -> None:
+def test_time_budget_stops_early_with_an_evaluation_and_a_save(
+    tmp_path: Path, tiny_bert_dir: Path
+) -> None:
     """time_budget_minutes ends the run at the first update past the budget, evaluated and saved."""
     out = tmp_path / "run"
     train(out, tiny_bert_dir, 50, "time_budget_minutes=0.0001")
@@ -137,13 +181,22 @@ def test_sigkill_during_checkpoint_writes_then_resume(tmp_path: Path, tiny_bert_
     whole = tmp_path / "whole"
     out = train(whole, tiny_bert_dir, 6, "seed=3", kill=("last", 0)).stdout
     # the most writes of one save: every killed run below makes at least that many
-    writes = {k: max(map(int, v.split(","))) for k, v in
-              (kv.split("=") for kv in out.rsplit("checkpoint writes: ", 1)[1].split())}
+    writes = {
+        k: max(map(int, v.split(",")))
+        for k, v in (kv.split("=") for kv in out.rsplit("checkpoint writes: ", 1)[1].split())
+    }
     assert writes["best"] >= 5 and writes["last"] > writes["best"], out[-2000:]
 
     run, rng = tmp_path / "killed", random.Random(0)
     for name in ("best", "last", "last", "last"):
-        proc = train(run, tiny_bert_dir, 6, "seed=3", "resume=true", kill=(name, rng.randint(1, writes[name])))
+        proc = train(
+            run,
+            tiny_bert_dir,
+            6,
+            "seed=3",
+            "resume=true",
+            kill=(name, rng.randint(1, writes[name])),
+        )
         assert proc.returncode == -signal.SIGKILL, proc.stdout[-2000:] + proc.stderr[-3000:]
     train(run, tiny_bert_dir, 6, "seed=3", "resume=true")
 
@@ -152,9 +205,19 @@ def test_sigkill_during_checkpoint_writes_then_resume(tmp_path: Path, tiny_bert_
     assert [shape(r) for r in records(run)] == [shape(r) for r in records(whole)]
     assert [r["step"] for r in records(run)] == list(range(7))
     # (each checkpoint keeps the lock file of its saves beside it)
-    assert sorted(p.name for p in run.iterdir()) == [".best.lock", ".last.lock", "best", "last", "metrics.jsonl", "tb"]
+    assert sorted(p.name for p in run.iterdir()) == [
+        ".best.lock",
+        ".last.lock",
+        "best",
+        "last",
+        "metrics.jsonl",
+        "tb",
+    ]
 
     from qrag_integrations import load_model
 
     for name in ("last", "best"):
-        assert load_model(str(run / name)).config.extra["step"] == load_model(str(whole / name)).config.extra["step"]
+        assert (
+            load_model(str(run / name)).config.extra["step"]
+            == load_model(str(whole / name)).config.extra["step"]
+        )

@@ -6,9 +6,26 @@ from pathlib import Path
 
 import torch
 
-_WORDS = (
-    "the a is where who what mary john kitchen garden apple milk went to left got picked up".split()
-)
+_WORDS = [
+    "the",
+    "a",
+    "is",
+    "where",
+    "who",
+    "what",
+    "mary",
+    "john",
+    "kitchen",
+    "garden",
+    "apple",
+    "milk",
+    "went",
+    "to",
+    "left",
+    "got",
+    "picked",
+    "up",
+]
 
 
 def build_tiny_llama(folder: Path) -> Path:
@@ -100,10 +117,15 @@ def build_tiny_llama_gguf(path: Path, seed: int = 0) -> Path:
     for i in range(layers):
         writer.add_tensor(f"blk.{i}.attn_norm.weight", np.ones(hidden, np.float32))
         writer.add_tensor(f"blk.{i}.ffn_norm.weight", np.ones(hidden, np.float32))
-        for name, rows, cols in [("attn_q", hidden, hidden), ("attn_k", kv, hidden),
-                                 ("attn_v", kv, hidden), ("attn_output", hidden, hidden),
-                                 ("ffn_gate", ffn, hidden), ("ffn_up", ffn, hidden),
-                                 ("ffn_down", hidden, ffn)]:
+        for name, rows, cols in [
+            ("attn_q", hidden, hidden),
+            ("attn_k", kv, hidden),
+            ("attn_v", kv, hidden),
+            ("attn_output", hidden, hidden),
+            ("ffn_gate", ffn, hidden),
+            ("ffn_up", ffn, hidden),
+            ("ffn_down", hidden, ffn),
+        ]:
             weight(f"blk.{i}.{name}.weight", rows, cols)
     writer.add_tensor("output_norm.weight", np.ones(hidden, np.float32))
     writer.write_header_to_file()

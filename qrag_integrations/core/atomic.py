@@ -86,7 +86,9 @@ class SaveKind:
         if not present:
             return None
         foreign = [p for p in present if not self._writes(p.name)]
-        no_manifest = self.manifest is not None and _manifest_format(target / self.manifest) != self.format
+        no_manifest = (
+            self.manifest is not None and _manifest_format(target / self.manifest) != self.format
+        )
         if no_manifest or len(foreign) == len(present):
             why = f" (no {self.manifest})" if no_manifest else ""
             return f"a folder that is not a {self.what}{why}; it holds {_listing(present)}"
@@ -130,7 +132,9 @@ def move_aside(target: str | os.PathLike[str]) -> Path:
     log where, and return that path. Nothing is deleted."""
     target = Path(os.path.abspath(target))
     if target.parent == target or Path.cwd().is_relative_to(target):
-        raise QRAGError(f"will not move {target} aside: it is the root or holds the working directory")
+        raise QRAGError(
+            f"will not move {target} aside: it is the root or holds the working directory"
+        )
     stem = f"{target.name}.old-{time.strftime('%Y%m%d-%H%M%S')}"
     aside, n = target.with_name(stem), 1
     while aside.exists() or aside.is_symlink():
@@ -246,13 +250,16 @@ def recover_interrupted_save(target: str | os.PathLike[str], kind: SaveKind) -> 
         return
     with _SWAP_LOCK:
         scratch = [
-            p for p in target.parent.iterdir()
+            p
+            for p in target.parent.iterdir()
             if (m := _SCRATCH.match(p.name)) is not None and m["name"] == target.name
         ]
         if not target.exists() and not target.is_symlink():
             previous = [
-                p for p in scratch
-                if _SCRATCH.match(p.name)["stage"] == "old" and kind.manifest is not None
+                p
+                for p in scratch
+                if _SCRATCH.match(p.name)["stage"] == "old"
+                and kind.manifest is not None
                 and _manifest_format(p / kind.manifest) == kind.format
             ]
             if previous:

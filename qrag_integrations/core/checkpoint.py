@@ -45,7 +45,9 @@ if TYPE_CHECKING:
 
 CHECKPOINT_SAVE = SaveKind(
     "Q-RAG checkpoint",
-    frozenset({CONFIG_FILE, CARD_FILE, TOKENIZER_DIR, PARTIAL_WEIGHTS_FILE, *ENCODER_DIRS.values()}),
+    frozenset(
+        {CONFIG_FILE, CARD_FILE, TOKENIZER_DIR, PARTIAL_WEIGHTS_FILE, *ENCODER_DIRS.values()}
+    ),
     CONFIG_FILE,
     FORMAT_NAME,
 )
@@ -55,7 +57,6 @@ def library_versions() -> dict[str, str]:
     """Versions of the libraries that shape a checkpoint."""
     import safetensors
     import transformers
-
 
     return {
         "qrag_integrations": __version__,
@@ -70,7 +71,9 @@ def tensor_fingerprint(tensors: dict[str, torch.Tensor]) -> str:
     digest = hashlib.sha256()
     for name in sorted(tensors):
         digest.update(name.encode())
-        digest.update(tensors[name].detach().to("cpu", torch.float32).contiguous().numpy().tobytes())
+        digest.update(
+            tensors[name].detach().to("cpu", torch.float32).contiguous().numpy().tobytes()
+        )
     return digest.hexdigest()
 
 
@@ -78,7 +81,8 @@ def base_fingerprint(model: QRAGModel) -> str:
     """Fingerprint of the frozen (not saved) part of a partial checkpoint's state encoder."""
     trained = set(model.trained_state_dict())
     frozen = {
-        k: v for k, v in model.state_dict().items()
+        k: v
+        for k, v in model.state_dict().items()
         if k.startswith("state_encoder.") and k not in trained
     }
     return tensor_fingerprint(frozen)
@@ -138,7 +142,10 @@ def write_checkpoint_files(
     }
     model.tokenizer.save_pretrained(folder / TOKENIZER_DIR)
     if partial:
-        weights = {k: v.detach().to("cpu", weights_dtype).contiguous() for k, v in model.trained_state_dict().items()}
+        weights = {
+            k: v.detach().to("cpu", weights_dtype).contiguous()
+            for k, v in model.trained_state_dict().items()
+        }
         save_file(weights, str(folder / PARTIAL_WEIGHTS_FILE), metadata={"format": FORMAT_NAME})
         manifest["base_fingerprint"] = base_fingerprint(model)
     else:
@@ -160,8 +167,8 @@ def model_card(manifest: dict[str, Any], notes: str = "") -> str:
         "# Q-RAG retriever checkpoint",
         "",
         "State and chunk encoders of a Q-RAG multi-step retriever (Sorokin et al., ICLR 2026).",
-        "Load it with `QRAGRetriever.from_texts(texts, checkpoint=\"<this folder>\")` or",
-        "`qrag_integrations.load_model(\"<this folder>\")`.",
+        'Load it with `QRAGRetriever.from_texts(texts, checkpoint="<this folder>")` or',
+        '`qrag_integrations.load_model("<this folder>")`.',
         "",
         "| setting | value |",
         "|---|---|",
@@ -184,4 +191,6 @@ def model_card(manifest: dict[str, Any], notes: str = "") -> str:
 
 def read_manifest(path: Path) -> dict[str, Any]:
     """Read and check ``qrag_config.json``."""
-    return read_manifest_file(path, CONFIG_FILE, FORMAT_NAME, FORMAT_VERSION, "Q-RAG checkpoint", CheckpointError)
+    return read_manifest_file(
+        path, CONFIG_FILE, FORMAT_NAME, FORMAT_VERSION, "Q-RAG checkpoint", CheckpointError
+    )

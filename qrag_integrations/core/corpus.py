@@ -24,8 +24,13 @@ class Corpus(Protocol):
     def __len__(self) -> int: ...
 
     def add(
-        self, texts: list[str], metadatas: Sequence[dict[str, Any]] | None, ids: Sequence[str] | None,
-        doc_ids: list[str], batch_size: int, show_progress: bool,
+        self,
+        texts: list[str],
+        metadatas: Sequence[dict[str, Any]] | None,
+        ids: Sequence[str] | None,
+        doc_ids: list[str],
+        batch_size: int,
+        show_progress: bool,
     ) -> list[str]:
         """Embed with the chunk encoder and store; each chunk goes after its document's chunks."""
         ...
@@ -38,7 +43,9 @@ class Corpus(Protocol):
         """Chunks of the given ids (unknown ids skipped)."""
         ...
 
-    def search(self, queries: list[str], k: int, stop_threshold: float | None, filter: Any) -> list[list[Hit]]:
+    def search(
+        self, queries: list[str], k: int, stop_threshold: float | None, filter: Any
+    ) -> list[list[Hit]]:
         """Multi-step search of several questions (as :meth:`MultiStepSearcher.search`)."""
         ...
 
@@ -47,7 +54,9 @@ class IndexCorpus:
     """Chunks in an in-memory :class:`~qrag_integrations.core.index.ChunkIndex`, searched exactly
     (or with FAISS pre-selection, per ``settings``)."""
 
-    def __init__(self, model: QRAGModel, index: ChunkIndex, settings: SearchSettings | None = None) -> None:
+    def __init__(
+        self, model: QRAGModel, index: ChunkIndex, settings: SearchSettings | None = None
+    ) -> None:
         self.model, self.index = model, index
         self.searcher = MultiStepSearcher(model, index, settings)
 
@@ -55,8 +64,13 @@ class IndexCorpus:
         return len(self.index)
 
     def add(
-        self, texts: list[str], metadatas: Sequence[dict[str, Any]] | None, ids: Sequence[str] | None,
-        doc_ids: list[str], batch_size: int, show_progress: bool,
+        self,
+        texts: list[str],
+        metadatas: Sequence[dict[str, Any]] | None,
+        ids: Sequence[str] | None,
+        doc_ids: list[str],
+        batch_size: int,
+        show_progress: bool,
     ) -> list[str]:
         for i, text in enumerate(texts):
             validation.check_unicode(text, f"text {i}")
@@ -72,5 +86,7 @@ class IndexCorpus:
     def get(self, ids: Sequence[str]) -> list[Chunk]:
         return self.index.get(ids)
 
-    def search(self, queries: list[str], k: int, stop_threshold: float | None, filter: Any) -> list[list[Hit]]:
+    def search(
+        self, queries: list[str], k: int, stop_threshold: float | None, filter: Any
+    ) -> list[list[Hit]]:
         return self.searcher.search(queries, k=k, stop_threshold=stop_threshold, filter=filter)

@@ -70,7 +70,9 @@ class MeanPoolEncoder(nn.Module):
     """A transformer encoder whose text embedding is the masked mean of its token states, either
     L2-normalised (``normalize``) or divided by ``output_scale``."""
 
-    def __init__(self, model: PreTrainedModel, output_scale: float, normalize: bool = False) -> None:
+    def __init__(
+        self, model: PreTrainedModel, output_scale: float, normalize: bool = False
+    ) -> None:
         super().__init__()
         self.model = model
         self.output_scale = output_scale
@@ -112,4 +114,3 @@ class MeanPoolEncoder(nn.Module):
         """State-dict prefixes (relative to this module) of the top ``top_n`` layers."""
         names = {id(m): n for n, m in self.named_modules()}
         return [names[id(layer)] + "." for layer in self.layers()[-top_n:]]
-

@@ -34,7 +34,10 @@ EMBEDDINGS_FILE = "embeddings.safetensors"
 RECORDS_FILE = "records.jsonl"
 #: A saved index folder: what :meth:`ChunkIndex.save` may replace.
 INDEX_SAVE = SaveKind(
-    "saved index", frozenset({MANIFEST_FILE, EMBEDDINGS_FILE, RECORDS_FILE}), MANIFEST_FILE, INDEX_FORMAT
+    "saved index",
+    frozenset({MANIFEST_FILE, EMBEDDINGS_FILE, RECORDS_FILE}),
+    MANIFEST_FILE,
+    INDEX_FORMAT,
 )
 #: Deepest metadata nesting a save accepts.
 MAX_METADATA_DEPTH = 64
@@ -109,7 +112,10 @@ def mapping_filter(filter: Mapping[str, Any]) -> Callable[[Mapping[str, Any]], b
     """
     if not isinstance(filter, Mapping):
         raise QRAGError(f"filter must be a mapping or a callable, got {type(filter).__name__}")
-    wanted = {k: (list(v) if isinstance(v, (list, tuple, set, frozenset)) else [v]) for k, v in filter.items()}
+    wanted = {
+        k: (list(v) if isinstance(v, (list, tuple, set, frozenset)) else [v])
+        for k, v in filter.items()
+    }
 
     def test(meta: Mapping[str, Any]) -> bool:
         return all(k in meta and meta[k] in values for k, values in wanted.items())
@@ -120,7 +126,12 @@ def mapping_filter(filter: Mapping[str, Any]) -> Callable[[Mapping[str, Any]], b
 class ChunkIndex:
     """Chunks with their embeddings, in document order, safe to read while another thread writes."""
 
-    def __init__(self, embedding_dim: int, dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu") -> None:
+    def __init__(
+        self,
+        embedding_dim: int,
+        dtype: torch.dtype = torch.float32,
+        device: str | torch.device = "cpu",
+    ) -> None:
         """Create an empty index.
 
         Args:
@@ -136,7 +147,9 @@ class ChunkIndex:
         self.device = torch.device(device)
         self._lock = threading.Lock()
         self._doc_rank: dict[str, int] = {}
-        self._snapshot = Snapshot((), torch.empty((0, embedding_dim), dtype=dtype, device=self.device))
+        self._snapshot = Snapshot(
+            (), torch.empty((0, embedding_dim), dtype=dtype, device=self.device)
+        )
         self._row_of: dict[str, int] = {}
 
     # -- reading ------------------------------------------------------------------------------
@@ -190,7 +203,9 @@ class ChunkIndex:
         """
         n = len(texts)
         self.check_new(n, metadatas)  # metadata kinds, before they are copied
-        metadatas = [dict(m or {}) for m in metadatas] if metadatas is not None else [{} for _ in range(n)]
+        metadatas = (
+            [dict(m or {}) for m in metadatas] if metadatas is not None else [{} for _ in range(n)]
+        )
         ids = [str(i) for i in ids] if ids is not None else [uuid.uuid4().hex for _ in range(n)]
         if embeddings.shape != (n, self.embedding_dim):
             raise IndexMismatchError(
@@ -242,9 +257,18 @@ class ChunkIndex:
         for name, seq in (("metadatas", metadatas), ("ids", ids)):
             if seq is not None and len(seq) != n:
                 raise QRAGError(f"{name} has {len(seq)} entries for {n} texts")
-        bad = next((i for i, m in enumerate(metadatas or ()) if m is not None and not isinstance(m, Mapping)), None)
+        bad = next(
+            (
+                i
+                for i, m in enumerate(metadatas or ())
+                if m is not None and not isinstance(m, Mapping)
+            ),
+            None,
+        )
         if bad is not None:
-            raise QRAGError(f"metadata must be a dict per text; item {bad} is {type(metadatas[bad]).__name__}")
+            raise QRAGError(
+                f"metadata must be a dict per text; item {bad} is {type(metadatas[bad]).__name__}"
+            )
         if ids is None:
             return
         if len(set(ids)) != n:
@@ -271,7 +295,10 @@ class ChunkIndex:
 
     # -- persistence --------------------------------------------------------------------------
     def save(
-        self, path: str | os.PathLike[str], extra: dict[str, Any] | None = None, overwrite: bool = False
+        self,
+        path: str | os.PathLike[str],
+        extra: dict[str, Any] | None = None,
+        overwrite: bool = False,
     ) -> None:
         """Write the index folder atomically (embeddings as safetensors, records as JSON lines).
 
@@ -305,26 +332,47 @@ class ChunkIndex:
                     f"keys, lists, str, int, float, bool, None load back as saved): chunk {c.id!r} {problem}"
                 )
         lines = [
-            json.dumps({"id": c.id, "text": c.text, "metadata": c.metadata, "doc_id": c.doc_id, "order": c.order}, ensure_ascii=False)
+            json.dumps(
+                {
+                    "id": c.id,
+                    "text": c.text,
+                    "metadata": c.metadata,
+                    "doc_id": c.doc_id,
+                    "order": c.order,
+                },
+                ensure_ascii=False,
+            )
             for c in snap.chunks
         ]
         try:
             records = "".join(line + "\n" for line in lines).encode("utf-8")
         except UnicodeEncodeError as exc:
-            raise QRAGError(f"cannot save the index: a text, id or metadata string is not valid Unicode ({exc})") from exc
+            raise QRAGError(
+                f"cannot save the index: a text, id or metadata string is not valid Unicode ({exc})"
+            ) from exc
         with atomic_dir(path, INDEX_SAVE, overwrite=overwrite) as tmp:
-            save_file({"embeddings": snap.embeddings.detach().to("cpu").contiguous()}, str(tmp / EMBEDDINGS_FILE))
+            save_file(
+                {"embeddings": snap.embeddings.detach().to("cpu").contiguous()},
+                str(tmp / EMBEDDINGS_FILE),
+            )
             (tmp / RECORDS_FILE).write_bytes(records)
-            (tmp / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+            (tmp / MANIFEST_FILE).write_text(
+                json.dumps(manifest, indent=2) + "\n", encoding="utf-8"
+            )
 
     @staticmethod
     def read_manifest(path: str | os.PathLike[str]) -> dict[str, Any]:
         """The ``index.json`` of a saved index, checked."""
-        return read_manifest_file(Path(path), MANIFEST_FILE, INDEX_FORMAT, INDEX_FORMAT_VERSION, "saved index")
+        return read_manifest_file(
+            Path(path), MANIFEST_FILE, INDEX_FORMAT, INDEX_FORMAT_VERSION, "saved index"
+        )
 
     @classmethod
     def load(
-        cls, path: str | os.PathLike[str], expected_dim: int | None = None, device: str | torch.device = "cpu"
+        cls,
+        path: str | os.PathLike[str],
+        expected_dim: int | None = None,
+        device: str | torch.device = "cpu",
     ) -> ChunkIndex:
         """Load an index folder written by :meth:`save` (no pickle).
 
@@ -361,7 +409,13 @@ class ChunkIndex:
             lines = (path / RECORDS_FILE).read_text(encoding="utf-8").split("\n")
             records = [json.loads(line) for line in lines if line]
             chunks = tuple(
-                Chunk(str(r["id"]), r["text"], dict(r.get("metadata") or {}), str(r["doc_id"]), int(r["order"]))
+                Chunk(
+                    str(r["id"]),
+                    r["text"],
+                    dict(r.get("metadata") or {}),
+                    str(r["doc_id"]),
+                    int(r["order"]),
+                )
                 for r in records
             )
         except FileNotFoundError as exc:

@@ -15,7 +15,15 @@ import torch
 from safetensors.torch import load_file
 from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedTokenizerBase
 
-from qrag_integrations.core.checkpoint import CONFIG_FILE, ENCODER_DIRS, PARTIAL_WEIGHTS_FILE, REFERENCE_FILES, TOKENIZER_DIR, base_fingerprint, read_manifest
+from qrag_integrations.core.checkpoint import (
+    CONFIG_FILE,
+    ENCODER_DIRS,
+    PARTIAL_WEIGHTS_FILE,
+    REFERENCE_FILES,
+    TOKENIZER_DIR,
+    base_fingerprint,
+    read_manifest,
+)
 from qrag_integrations.core.config import QRAGConfig
 from qrag_integrations.core.defaults import default_checkpoint, resolve_packaged_checkpoint
 from qrag_integrations.core.encoder import MeanPoolEncoder
@@ -26,7 +34,9 @@ from qrag_integrations.core.model import QRAGModel
 
 def _load_encoder_dir(folder: Path, config: QRAGConfig) -> MeanPoolEncoder:
     if not (folder / "config.json").is_file() or not (folder / "model.safetensors").is_file():
-        raise CheckpointError(f"checkpoint encoder folder {folder} lacks config.json or model.safetensors")
+        raise CheckpointError(
+            f"checkpoint encoder folder {folder} lacks config.json or model.safetensors"
+        )
     _check_config_fits_weights(folder)
     try:
         model = AutoModel.from_pretrained(folder, use_safetensors=True, trust_remote_code=False)
@@ -53,8 +63,11 @@ def _check_config_fits_weights(folder: Path) -> None:
     wanted_size = sum(math.prod(s) for s in wanted.values())
     stored_size = sum(math.prod(s) for s in stored.values())
     if differ or wanted_size > 2 * stored_size:
-        detail = (f"{differ[0]} is {wanted[differ[0]]} there, {stored[differ[0]]} in the file" if differ
-                  else f"{wanted_size} parameters there, {stored_size} in the file")
+        detail = (
+            f"{differ[0]} is {wanted[differ[0]]} there, {stored[differ[0]]} in the file"
+            if differ
+            else f"{wanted_size} parameters there, {stored_size} in the file"
+        )
         raise CheckpointError(
             f"{folder / 'config.json'} does not describe the weights in {folder / 'model.safetensors'} ({detail})"
         )
@@ -76,7 +89,8 @@ def _load_tokenizer(folder: Path) -> PreTrainedTokenizerBase:
     if not isinstance(tok_config, dict):
         raise CheckpointError(f"corrupt {config_file}: not a JSON object")
     outside = {
-        k: v for k, v in tok_config.items()
+        k: v
+        for k, v in tok_config.items()
         if k.endswith(("_file", "_files")) and v is not None and not _is_plain_file_name(v)
     }
     if outside:
@@ -88,7 +102,9 @@ def _load_tokenizer(folder: Path) -> PreTrainedTokenizerBase:
 
 
 def load_checkpoint_dir(
-    path: str | os.PathLike[str], device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32
+    path: str | os.PathLike[str],
+    device: str | torch.device = "cpu",
+    dtype: torch.dtype = torch.float32,
 ) -> QRAGModel:
     """Load a checkpoint folder written by :func:`save_pretrained`."""
     path = Path(path)
@@ -110,8 +126,9 @@ def load_checkpoint_dir(
             )
         for key, shape in stored.items():
             if shape != tuple(expected[key].shape):
-                raise CheckpointError(f"{file}: {key} has shape {shape}, "
-                                      f"expected {tuple(expected[key].shape)}")
+                raise CheckpointError(
+                    f"{file}: {key} has shape {shape}, expected {tuple(expected[key].shape)}"
+                )
         try:
             weights = load_file(str(file))
         except Exception as exc:
@@ -128,7 +145,9 @@ def load_checkpoint_dir(
         tokenizer = _load_tokenizer(path / TOKENIZER_DIR)
         model = QRAGModel(config, state, chunk, tokenizer)
     else:
-        raise CheckpointError(f"{path / CONFIG_FILE}: unknown weights kind {manifest.get('weights')!r}")
+        raise CheckpointError(
+            f"{path / CONFIG_FILE}: unknown weights kind {manifest.get('weights')!r}"
+        )
     if model.embedding_dim != manifest.get("embedding_dim"):
         raise CheckpointError(
             f"{path}: encoders give embeddings of size {model.embedding_dim}, "
@@ -183,4 +202,3 @@ def load_model(
         raise CheckpointError(f"checkpoint folder {path} does not exist")
     base_config = dataclasses.replace(config or QRAGConfig(), base_model=str(checkpoint))
     return QRAGModel.from_base(base_config, device=device, dtype=dtype).eval()
-

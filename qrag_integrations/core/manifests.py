@@ -44,11 +44,15 @@ def read_manifest_file(
         raise error(f"{file} is not a {format_name} manifest")
     version = manifest.get("format_version")
     if not isinstance(version, int) or version > max_version:
-        raise error(f"{file} has format_version {version!r}; this library reads up to {max_version}")
+        raise error(
+            f"{file} has format_version {version!r}; this library reads up to {max_version}"
+        )
     return manifest
 
 
-def safetensors_shapes(file: Path, error: type[QRAGError] = QRAGError) -> dict[str, tuple[int, ...]]:
+def safetensors_shapes(
+    file: Path, error: type[QRAGError] = QRAGError
+) -> dict[str, tuple[int, ...]]:
     """Shape of every tensor in a safetensors file, read from its header only (the library
     checks that the header fits the file's size).
 

@@ -75,11 +75,17 @@ class QRAGModel(nn.Module):
         return cls(config, state, chunk, tokenizer).to(device=device, dtype=dtype)
 
     def save_pretrained(
-        self, path: str, card_notes: str = "", weights_dtype: torch.dtype | None = None, overwrite: bool = False
+        self,
+        path: str,
+        card_notes: str = "",
+        weights_dtype: torch.dtype | None = None,
+        overwrite: bool = False,
     ) -> None:
         """Write a checkpoint folder atomically; refuses a path holding anything but an earlier
         checkpoint unless ``overwrite`` (see :func:`qrag_integrations.core.checkpoint.save_pretrained`)."""
-        save_pretrained(self, path, card_notes=card_notes, weights_dtype=weights_dtype, overwrite=overwrite)
+        save_pretrained(
+            self, path, card_notes=card_notes, weights_dtype=weights_dtype, overwrite=overwrite
+        )
 
     # -- properties ---------------------------------------------------------------------------
     @property
@@ -162,7 +168,9 @@ class QRAGModel(nn.Module):
         Texts are encoded in batches of similar length (a sentence is not padded to the longest
         paragraph of the step); the result is in the input order.
         """
-        return self.encode_in_length_batches(self.chunk_encoder, texts, self.config.max_chunk_tokens, batch_size)
+        return self.encode_in_length_batches(
+            self.chunk_encoder, texts, self.config.max_chunk_tokens, batch_size
+        )
 
     def encode_in_length_batches(
         self, encoder: nn.Module, texts: Sequence[str], max_tokens: int, batch_size: int
@@ -178,7 +186,9 @@ class QRAGModel(nn.Module):
             for s in range(0, len(order), batch_size)
         ]
         inverse = torch.empty(len(order), dtype=torch.long, device=self.device)
-        inverse[torch.tensor(order, device=self.device)] = torch.arange(len(order), device=self.device)
+        inverse[torch.tensor(order, device=self.device)] = torch.arange(
+            len(order), device=self.device
+        )
         return torch.cat(parts)[inverse]
 
     @torch.inference_mode()

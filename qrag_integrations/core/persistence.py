@@ -22,16 +22,19 @@ from typing import Any
 
 from qrag_integrations.core.atomic import SaveKind, atomic_dir
 from qrag_integrations.core.checkpoint import chunk_encoder_fingerprint, write_checkpoint_files
-from qrag_integrations.core.loading import load_model
 from qrag_integrations.core.errors import IndexMismatchError, QRAGError
 from qrag_integrations.core.index import ChunkIndex
+from qrag_integrations.core.loading import load_model
 from qrag_integrations.core.model import QRAGModel
 
 SETTINGS_FILE, MODEL_DIR, INDEX_DIR = "retriever.json", "model", "index"
 RETRIEVER_FORMAT = "qrag-retriever"
 #: A saved retriever folder: what :func:`save_retriever` may replace.
 RETRIEVER_SAVE = SaveKind(
-    "saved QRAGRetriever", frozenset({SETTINGS_FILE, MODEL_DIR, INDEX_DIR}), SETTINGS_FILE, RETRIEVER_FORMAT
+    "saved QRAGRetriever",
+    frozenset({SETTINGS_FILE, MODEL_DIR, INDEX_DIR}),
+    SETTINGS_FILE,
+    RETRIEVER_FORMAT,
 )
 
 
@@ -67,10 +70,22 @@ def save_retriever(
     embed_model = not is_named_model(settings.get("checkpoint"))
     fingerprint = chunk_encoder_fingerprint(model)
     try:
-        settings_json = json.dumps({"format": RETRIEVER_FORMAT, "format_version": 1, "settings": settings,
-                                    "model_in_folder": embed_model}, indent=2) + "\n"
+        settings_json = (
+            json.dumps(
+                {
+                    "format": RETRIEVER_FORMAT,
+                    "format_version": 1,
+                    "settings": settings,
+                    "model_in_folder": embed_model,
+                },
+                indent=2,
+            )
+            + "\n"
+        )
     except (TypeError, ValueError) as exc:
-        raise QRAGError(f"the retriever's settings must be JSON-serialisable to save it: {exc}") from exc
+        raise QRAGError(
+            f"the retriever's settings must be JSON-serialisable to save it: {exc}"
+        ) from exc
     with atomic_dir(path, RETRIEVER_SAVE, overwrite=overwrite) as tmp:
         if embed_model:
             (tmp / MODEL_DIR).mkdir()
@@ -117,7 +132,9 @@ def read_retriever(path: str | os.PathLike[str], device: str | None = None) -> S
         raise QRAGError(f"corrupt {path / SETTINGS_FILE}: {exc}") from exc
     if device is not None:
         settings["device"] = device
-    model_ref = str(path / MODEL_DIR) if saved.get("model_in_folder") else settings.get("checkpoint")
+    model_ref = (
+        str(path / MODEL_DIR) if saved.get("model_in_folder") else settings.get("checkpoint")
+    )
     model = load_model(model_ref, device=settings.get("device", "cpu"))
     manifest = ChunkIndex.read_manifest(path / INDEX_DIR)
     if manifest.get("chunk_encoder_fingerprint") not in (None, chunk_encoder_fingerprint(model)):
@@ -125,5 +142,7 @@ def read_retriever(path: str | os.PathLike[str], device: str | None = None) -> S
             f"the index in {path / INDEX_DIR} was embedded by a different chunk encoder than "
             f"{model_ref!r}; rebuild it"
         )
-    index = ChunkIndex.load(path / INDEX_DIR, expected_dim=model.embedding_dim, device=settings.get("device", "cpu"))
+    index = ChunkIndex.load(
+        path / INDEX_DIR, expected_dim=model.embedding_dim, device=settings.get("device", "cpu")
+    )
     return SavedRetriever(settings, model, index)

@@ -81,7 +81,12 @@ def relative_runs(
 
 
 def positions_at(
-    mode: PositionMode, ranks: np.ndarray, n: int, picked_ranks: Sequence[int], step: int, span: float
+    mode: PositionMode,
+    ranks: np.ndarray,
+    n: int,
+    picked_ranks: Sequence[int],
+    step: int,
+    span: float,
 ) -> np.ndarray:
     """Positions of the chunks at ``ranks`` (document order) among ``n``, for any position mode."""
     if mode is PositionMode.RELATIVE:
@@ -91,7 +96,9 @@ def positions_at(
     return np.zeros(len(ranks), dtype=np.int64)
 
 
-def layout(mode: PositionMode, n: int, picked_ranks: Sequence[int], step: int, span: float) -> np.ndarray:
+def layout(
+    mode: PositionMode, n: int, picked_ranks: Sequence[int], step: int, span: float
+) -> np.ndarray:
     """Positions of all ``n`` chunks in document order for any position mode."""
     return positions_at(mode, np.arange(n), n, picked_ranks, step, span)
 

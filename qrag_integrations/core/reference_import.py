@@ -37,7 +37,9 @@ def reference_config(cfg: dict[str, Any], base_model: str | None = None) -> QRAG
     """Translate a reference ``config.yaml`` (as a dict) into a :class:`QRAGConfig`."""
     base = base_model or _get(cfg, "algo.model.model_name")
     if not base:
-        raise CheckpointError("config.yaml names no encoder (algo.model.model_name); pass base_model=")
+        raise CheckpointError(
+            "config.yaml names no encoder (algo.model.model_name); pass base_model="
+        )
     mode = str(_get(cfg, "envs.positions_processor", "relative"))
     if mode == "random":
         mode = PositionMode.ABSOLUTE.value  # random offsets are a training-time augmentation
@@ -104,8 +106,11 @@ def import_reference_checkpoint(
         raise CheckpointError(f"{weights_file} holds no '{CRITIC_KEY}' state dict")
 
     model = QRAGModel.from_base(config)
-    for prefix, encoder in ((STATE_PREFIX, model.state_encoder), (CHUNK_PREFIX, model.chunk_encoder)):
-        sub = {k[len(prefix):]: v for k, v in critic.items() if k.startswith(prefix)}
+    for prefix, encoder in (
+        (STATE_PREFIX, model.state_encoder),
+        (CHUNK_PREFIX, model.chunk_encoder),
+    ):
+        sub = {k[len(prefix) :]: v for k, v in critic.items() if k.startswith(prefix)}
         if not sub:
             raise CheckpointError(f"{weights_file}: no '{prefix}*' keys in the critic state dict")
         target = encoder.model.state_dict()

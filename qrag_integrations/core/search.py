@@ -63,7 +63,9 @@ def _cpu_fp32(emb: torch.Tensor) -> bool:
     return emb.device.type == "cpu" and emb.dtype == torch.float32 and emb.is_contiguous()
 
 
-def _scan_run_cpu(emb: torch.Tensor, lo: int, hi: int, vec: torch.Tensor, taken: list[int]) -> tuple[int, float]:
+def _scan_run_cpu(
+    emb: torch.Tensor, lo: int, hi: int, vec: torch.Tensor, taken: list[int]
+) -> tuple[int, float]:
     """Best row of ``emb[lo:hi] @ vec`` for a contiguous CPU float32 ``emb``, skipping ``taken``
     rows (absolute ranks).
 
@@ -93,7 +95,9 @@ class CandidateSet(Protocol):
     def chunk(self, rank: int) -> Chunk:
         """The chunk at this document-order rank (at least every picked one)."""
 
-    def best(self, searcher: MultiStepSearcher, state: torch.Tensor, picked: list[int]) -> tuple[int, float, int] | None:
+    def best(
+        self, searcher: MultiStepSearcher, state: torch.Tensor, picked: list[int]
+    ) -> tuple[int, float, int] | None:
         """``(rank, Q-value, position)`` of the pick for ``state`` given the ranks ``picked``;
         ``None`` when no chunk the question may get is left (its search ends)."""
 
@@ -111,7 +115,11 @@ class _Candidates:
     @classmethod
     def of(cls, snap: Snapshot, filter: MetadataFilter | None) -> _Candidates:
         rows = snap.rows_matching(filter)
-        emb = snap.embeddings if rows is None else snap.embeddings[torch.from_numpy(rows).to(snap.embeddings.device)]
+        emb = (
+            snap.embeddings
+            if rows is None
+            else snap.embeddings[torch.from_numpy(rows).to(snap.embeddings.device)]
+        )
         return cls(snap, rows, emb)
 
     @property
@@ -121,13 +129,20 @@ class _Candidates:
     def chunk(self, rank: int) -> Chunk:
         return self.snap.chunks[rank if self.rows is None else int(self.rows[rank])]
 
-    def best(self, searcher: MultiStepSearcher, state: torch.Tensor, picked: list[int]) -> tuple[int, float, int]:
+    def best(
+        self, searcher: MultiStepSearcher, state: torch.Tensor, picked: list[int]
+    ) -> tuple[int, float, int]:
         """The exact arg-max ``(rank, Q, position)`` over every unpicked candidate."""
         return searcher._best_one(self.emb, state, picked, self.n)
 
 
 def score_at_positions(
-    model: QRAGModel, state: torch.Tensor, vectors: torch.Tensor, ranks: np.ndarray, n: int, picked: Sequence[int]
+    model: QRAGModel,
+    state: torch.Tensor,
+    vectors: torch.Tensor,
+    ranks: np.ndarray,
+    n: int,
+    picked: Sequence[int],
 ) -> tuple[torch.Tensor, np.ndarray]:
     """Exact Q-values of some chunks, given their document-order ranks among ``n`` chunks.
 
@@ -147,7 +162,9 @@ def score_at_positions(
         ``(Q-values (K,), positions (K,))``.
     """
     cfg = model.config
-    positions = positions_at(cfg.position_mode, ranks, n, picked, cfg.relative_step, cfg.relative_span)
+    positions = positions_at(
+        cfg.position_mode, ranks, n, picked, cfg.relative_step, cfg.relative_span
+    )
     pos_t = torch.from_numpy(positions).to(vectors.device)
     return model.rotate_chunks(vectors.float(), pos_t) @ state.to(vectors.device).float(), positions
 
@@ -155,7 +172,9 @@ def score_at_positions(
 class MultiStepSearcher:
     """Runs Q-RAG's greedy multi-step search for one model over one index."""
 
-    def __init__(self, model: QRAGModel, index: ChunkIndex, settings: SearchSettings | None = None) -> None:
+    def __init__(
+        self, model: QRAGModel, index: ChunkIndex, settings: SearchSettings | None = None
+    ) -> None:
         if model.embedding_dim != index.embedding_dim:
             raise QRAGError(
                 f"model embedding size {model.embedding_dim} != index embedding size {index.embedding_dim}"
@@ -197,7 +216,11 @@ class MultiStepSearcher:
         if where is not None:
             if filter is not None:
                 raise QRAGError("pass filter= only (where= is its deprecated name)")
-            warnings.warn("MultiStepSearcher.search(where=) is deprecated; use filter=", DeprecationWarning, stacklevel=2)
+            warnings.warn(
+                "MultiStepSearcher.search(where=) is deprecated; use filter=",
+                DeprecationWarning,
+                stacklevel=2,
+            )
             filter = where
         candidates = _Candidates.of(self.index.snapshot(), filter)
         use_faiss = (
@@ -205,10 +228,21 @@ class MultiStepSearcher:
             and candidates.rows is None
             and candidates.n >= self.settings.faiss_min_size
         )
-        return self._run(queries, [candidates] * len(queries), k, stop_threshold, shared=True, use_faiss=use_faiss)
+        return self._run(
+            queries,
+            [candidates] * len(queries),
+            k,
+            stop_threshold,
+            shared=True,
+            use_faiss=use_faiss,
+        )
 
     def search_each(
-        self, queries: Sequence[str], indexes: Sequence[ChunkIndex], k: int, stop_threshold: float | None = None
+        self,
+        queries: Sequence[str],
+        indexes: Sequence[ChunkIndex],
+        k: int,
+        stop_threshold: float | None = None,
     ) -> list[list[Hit]]:
         """Search each question in its own index (e.g. a question's own paragraphs), with the
         states of all questions encoded together at every step.
@@ -227,7 +261,11 @@ class MultiStepSearcher:
         return self._run(queries, candidates, k, stop_threshold, shared=False, use_faiss=False)
 
     def search_sets(
-        self, queries: Sequence[str], sets: Sequence[CandidateSet], k: int, stop_threshold: float | None = None
+        self,
+        queries: Sequence[str],
+        sets: Sequence[CandidateSet],
+        k: int,
+        stop_threshold: float | None = None,
     ) -> list[list[Hit]]:
         """Search each question over its own :class:`CandidateSet` (e.g. a vector store's
         candidates, :mod:`qrag_integrations.stores.search`): the loop, state texts, anchoring and
@@ -265,15 +303,21 @@ class MultiStepSearcher:
                 if step == 1:  # the state is the bare question: keep it for anchoring
                     questions, question_row = states, {b: i for i, b in enumerate(active)}
                 else:
-                    states = self.model.anchor_states(states, questions[[question_row[b] for b in active]])
+                    states = self.model.anchor_states(
+                        states, questions[[question_row[b] for b in active]]
+                    )
             best: list[tuple[int, float, int] | None]
             if use_faiss:
                 snap, n = candidates[0].snap, candidates[0].n
-                best = [self._best_faiss(snap, states[i], picked[b], n) for i, b in enumerate(active)]
+                best = [
+                    self._best_faiss(snap, states[i], picked[b], n) for i, b in enumerate(active)
+                ]
             elif step == 1 and shared:
                 best = self._best_shared_layout(candidates[0].emb, states, candidates[0].n)
             else:
-                best = [candidates[b].best(self, states[i], picked[b]) for i, b in enumerate(active)]
+                best = [
+                    candidates[b].best(self, states[i], picked[b]) for i, b in enumerate(active)
+                ]
             still = []
             for pick, b in zip(best, active):
                 if pick is None:  # nothing left that this question may get
@@ -289,7 +333,9 @@ class MultiStepSearcher:
 
     # -- helpers ------------------------------------------------------------------------------
     def _state_text(self, query: str, candidates: CandidateSet, picked: list[int]) -> str:
-        return self.model.state_text(query, [candidates.chunk(r).text for r in picked], picked_order=picked)
+        return self.model.state_text(
+            query, [candidates.chunk(r).text for r in picked], picked_order=picked
+        )
 
     def _runs(self, n: int, picked: list[int]) -> list[tuple[int, int, int]] | None:
         cfg = self.model.config
@@ -298,9 +344,16 @@ class MultiStepSearcher:
     def _rotated_states(self, states: torch.Tensor, positions: list[int]) -> torch.Tensor:
         """``(R, B, D)``: every state rotated by ``-p`` for each run position ``p``."""
         pos = torch.tensor(positions, device=states.device).view(-1, 1).expand(-1, states.shape[0])
-        return rotate(states.unsqueeze(0).expand(len(positions), -1, -1), pos, self.model.config.rope_theta, inverse=True)
+        return rotate(
+            states.unsqueeze(0).expand(len(positions), -1, -1),
+            pos,
+            self.model.config.rope_theta,
+            inverse=True,
+        )
 
-    def _best_shared_layout(self, emb: torch.Tensor, states: torch.Tensor, n: int) -> list[tuple[int, float, int]]:
+    def _best_shared_layout(
+        self, emb: torch.Tensor, states: torch.Tensor, n: int
+    ) -> list[tuple[int, float, int]]:
         """First step: no picks, so every question shares one layout; one pass serves the batch."""
         runs = self._runs(n, [])
         if runs is None or (states.shape[0] == 1 and _cpu_fp32(emb)):
@@ -322,7 +375,9 @@ class MultiStepSearcher:
                 best_pos = torch.where(better, torch.full_like(best_pos, p), best_pos)
         return [(int(r), float(q), int(p)) for r, q, p in zip(best_rank, best_q, best_pos)]
 
-    def _best_one(self, emb: torch.Tensor, state: torch.Tensor, picked: list[int], n: int) -> tuple[int, float, int]:
+    def _best_one(
+        self, emb: torch.Tensor, state: torch.Tensor, picked: list[int], n: int
+    ) -> tuple[int, float, int]:
         """Best available chunk for one question given its picks."""
         runs = self._runs(n, picked)
         dtype = _score_dtype(emb)
@@ -352,7 +407,9 @@ class MultiStepSearcher:
         return best
 
     @staticmethod
-    def _update_best(best, scores: torch.Tensor, lo: int, taken: torch.Tensor, pos_of) -> tuple[int, float, int]:
+    def _update_best(
+        best, scores: torch.Tensor, lo: int, taken: torch.Tensor, pos_of
+    ) -> tuple[int, float, int]:
         if taken.numel():
             local = taken[(taken >= lo) & (taken < lo + scores.shape[0])] - lo
             if local.numel():
@@ -364,7 +421,9 @@ class MultiStepSearcher:
             return rank, q_f, int(pos_of(rank))
         return best
 
-    def _best_faiss(self, snap: Snapshot, state: torch.Tensor, picked: list[int], n: int) -> tuple[int, float, int]:
+    def _best_faiss(
+        self, snap: Snapshot, state: torch.Tensor, picked: list[int], n: int
+    ) -> tuple[int, float, int]:
         """Candidates by FAISS inner product (unrotated), then exact Q with positions."""
         index = self._faiss_index(snap)
         want = min(n, self.settings.faiss_candidates + len(picked))  # type: ignore[operator]
@@ -385,7 +444,9 @@ class MultiStepSearcher:
             import faiss
 
             vectors = snap.embeddings.detach().float().cpu().numpy()
-            index = faiss.index_factory(vectors.shape[1], self.settings.faiss_factory, faiss.METRIC_INNER_PRODUCT)
+            index = faiss.index_factory(
+                vectors.shape[1], self.settings.faiss_factory, faiss.METRIC_INNER_PRODUCT
+            )
             if not index.is_trained:
                 index.train(vectors)
             index.add(vectors)

@@ -30,14 +30,20 @@ def check_unicode(text: str, what: str) -> None:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
-        raise QRAGError(f"{what} is not valid Unicode ({exc.reason} at position {exc.start})") from None
+        raise QRAGError(
+            f"{what} is not valid Unicode ({exc.reason} at position {exc.start})"
+        ) from None
 
 
 def check_stop_threshold(threshold: Any) -> None:
     """A stop threshold is ``None`` or a real number (not a bool, not NaN)."""
     if threshold is None:
         return
-    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or math.isnan(threshold):
+    if (
+        isinstance(threshold, bool)
+        or not isinstance(threshold, (int, float))
+        or math.isnan(threshold)
+    ):
         raise QRAGError(f"stop_threshold must be a number or None, got {threshold!r}")
 
 

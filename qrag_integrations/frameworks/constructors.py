@@ -21,8 +21,13 @@ class RetrieverConstructors:
 
     @classmethod
     def from_texts(
-        cls, texts: Sequence[str], metadatas: Sequence[dict[str, Any]] | None = None, ids: Sequence[str] | None = None,
-        checkpoint: str | None = None, k: int = 4, **kwargs: Any,
+        cls,
+        texts: Sequence[str],
+        metadatas: Sequence[dict[str, Any]] | None = None,
+        ids: Sequence[str] | None = None,
+        checkpoint: str | None = None,
+        k: int = 4,
+        **kwargs: Any,
     ) -> QRAGRetriever:
         """Index raw texts, each one chunk of one shared document in the given order.
 
@@ -41,7 +46,12 @@ class RetrieverConstructors:
 
     @classmethod
     def from_documents(
-        cls, documents: Sequence[Any], checkpoint: str | None = None, k: int = 4, text_splitter: Any = None, **kwargs: Any
+        cls,
+        documents: Sequence[Any],
+        checkpoint: str | None = None,
+        k: int = 4,
+        text_splitter: Any = None,
+        **kwargs: Any,
     ) -> QRAGRetriever:
         """Index LangChain ``Document``\\ s or LlamaIndex ``Document``/nodes.
 
@@ -80,7 +90,12 @@ class RetrieverConstructors:
 
     @classmethod
     def from_vector_store(
-        cls, vector_store: Any, ids: Sequence[str] | None = None, checkpoint: str | None = None, k: int = 4, **kwargs: Any
+        cls,
+        vector_store: Any,
+        ids: Sequence[str] | None = None,
+        checkpoint: str | None = None,
+        k: int = 4,
+        **kwargs: Any,
     ) -> QRAGRetriever:
         """Re-index the documents of a LangChain vector store.
 
@@ -99,7 +114,9 @@ class RetrieverConstructors:
         return retriever
 
     @classmethod
-    def from_store(cls, store: Any, checkpoint: str | None = None, k: int = 4, **kwargs: Any) -> QRAGRetriever:
+    def from_store(
+        cls, store: Any, checkpoint: str | None = None, k: int = 4, **kwargs: Any
+    ) -> QRAGRetriever:
         """Search a vector store in place, nothing copied.
 
         Args:
@@ -133,4 +150,3 @@ class RetrieverConstructors:
 
         cls._refuse_unknown(kwargs, "from_qdrant")
         return cls(store=connect(url=url, path=path), collection_name=collection_name, **kwargs)
-

@@ -31,8 +31,13 @@ META_STEP, META_Q, META_POSITION, META_SCORE = "qrag_step", "qrag_q_value", "qra
 # -- hits and chunks -> framework objects -----------------------------------------------------
 def hit_metadata(hit: Hit) -> dict[str, Any]:
     """The chunk's metadata plus the pick's step, Q-value, position and score (= Q-value)."""
-    return {**hit.chunk.metadata, META_STEP: hit.step, META_Q: hit.q_value,
-            META_POSITION: hit.position, META_SCORE: hit.q_value}
+    return {
+        **hit.chunk.metadata,
+        META_STEP: hit.step,
+        META_Q: hit.q_value,
+        META_POSITION: hit.position,
+        META_SCORE: hit.q_value,
+    }
 
 
 def hit_to_langchain(hit: Hit) -> LCDocument:
@@ -128,7 +133,9 @@ def split_text(splitter: Any, text: str) -> Iterable[str]:
     """The pieces of ``text`` from a splitter with ``split_text`` (LangChain's interface)."""
     if hasattr(splitter, "split_text"):
         return splitter.split_text(text)
-    raise QRAGError(f"unsupported text splitter {type(splitter).__name__}: need split_text() or get_nodes_from_documents()")
+    raise QRAGError(
+        f"unsupported text splitter {type(splitter).__name__}: need split_text() or get_nodes_from_documents()"
+    )
 
 
 def vector_store_documents(vector_store: Any, ids: Sequence[str] | None = None) -> list[LCDocument]:
@@ -163,5 +170,7 @@ def llama_index_nodes(index: Any) -> list[BaseNode]:
     """
     nodes = list(index.docstore.docs.values())
     if not nodes:
-        raise QRAGError("the LlamaIndex index's docstore holds no nodes (was it built with store_nodes_override?)")
+        raise QRAGError(
+            "the LlamaIndex index's docstore holds no nodes (was it built with store_nodes_override?)"
+        )
     return nodes

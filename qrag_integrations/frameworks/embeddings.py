@@ -75,11 +75,17 @@ class QRAGEmbeddings(Embeddings):
 
     @classmethod
     def from_checkpoint(
-        cls, checkpoint: str | None = None, device: str = "cpu", batch_size: int = 64, **options: Any
+        cls,
+        checkpoint: str | None = None,
+        device: str = "cpu",
+        batch_size: int = 64,
+        **options: Any,
     ) -> QRAGEmbeddings:
         """Load a checkpoint folder or HF encoder name (default: the packaged model); any other
         keyword raises :class:`~qrag_integrations.core.errors.UnknownOptionError`."""
-        check_options(options, ("checkpoint", "device", "batch_size"), "QRAGEmbeddings.from_checkpoint")
+        check_options(
+            options, ("checkpoint", "device", "batch_size"), "QRAGEmbeddings.from_checkpoint"
+        )
         return cls(_load(checkpoint, device), batch_size=batch_size)
 
     @property
@@ -134,11 +140,19 @@ class QRAGLlamaEmbedding(BaseEmbedding):
 
     @classmethod
     def from_checkpoint(
-        cls, checkpoint: str | None = None, device: str = "cpu", embed_batch_size: int = 64, **kwargs: Any
+        cls,
+        checkpoint: str | None = None,
+        device: str = "cpu",
+        embed_batch_size: int = 64,
+        **kwargs: Any,
     ) -> QRAGLlamaEmbedding:
         """Load a checkpoint folder or HF encoder name (default: the packaged model); ``kwargs``
         as :meth:`__init__`'s."""
-        check_options(kwargs, {"checkpoint", "device", *BaseEmbedding.model_fields}, "QRAGLlamaEmbedding.from_checkpoint")
+        check_options(
+            kwargs,
+            {"checkpoint", "device", *BaseEmbedding.model_fields},
+            "QRAGLlamaEmbedding.from_checkpoint",
+        )
         return cls(_load(checkpoint, device), embed_batch_size=embed_batch_size, **kwargs)
 
     @classmethod

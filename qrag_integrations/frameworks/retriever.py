@@ -123,10 +123,18 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
     _corpus: Corpus = PrivateAttr()
 
     def __init__(
-        self, *, texts: Sequence[str] | None = None, metadatas: Sequence[dict[str, Any]] | None = None,
-        ids: Sequence[str] | None = None, model: QRAGModel | None = None, index: ChunkIndex | None = None,
-        callback_manager: Any = None, store: Any = None, collection_name: str | None = None,
-        rank_by: str = "auto", **data: Any,
+        self,
+        *,
+        texts: Sequence[str] | None = None,
+        metadatas: Sequence[dict[str, Any]] | None = None,
+        ids: Sequence[str] | None = None,
+        model: QRAGModel | None = None,
+        index: ChunkIndex | None = None,
+        callback_manager: Any = None,
+        store: Any = None,
+        collection_name: str | None = None,
+        rank_by: str = "auto",
+        **data: Any,
     ) -> None:
         """Build a retriever; prefer the ``from_*`` constructors.
 
@@ -149,15 +157,23 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
             if collection_name is not None or rank_by != "auto":
                 store_only += ["collection_name" if collection_name is not None else "rank_by"]
             if store_only:
-                raise QRAGError(f"{store_only[0]} applies to a store-backed retriever: use from_store(store, ...)")
+                raise QRAGError(
+                    f"{store_only[0]} applies to a store-backed retriever: use from_store(store, ...)"
+                )
         elif index is not None or texts is not None:
-            raise QRAGError("a store-backed retriever takes no index= or texts=: add_texts() writes to the store")
+            raise QRAGError(
+                "a store-backed retriever takes no index= or texts=: add_texts() writes to the store"
+            )
         if "k" in data:
-            validation.check_k(data["k"])  # before pydantic, which would coerce "3", True or 2.0 to an int
+            validation.check_k(
+                data["k"]
+            )  # before pydantic, which would coerce "3", True or 2.0 to an int
         super().__init__(**data)
         LIBaseRetriever.__init__(self, callback_manager=callback_manager)
         if self.index_dtype not in INDEX_DTYPES:
-            raise QRAGError(f"index_dtype must be one of {sorted(INDEX_DTYPES)}, got {self.index_dtype!r}")
+            raise QRAGError(
+                f"index_dtype must be one of {sorted(INDEX_DTYPES)}, got {self.index_dtype!r}"
+            )
         if model is None:
             if self.checkpoint is None:
                 self.checkpoint = default_checkpoint()
@@ -168,12 +184,16 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
             self._corpus = StoreCorpus(model, source, self.candidates_per_step, self.check_exact)
             return
         if index is None:
-            index = ChunkIndex(model.embedding_dim, dtype=INDEX_DTYPES[self.index_dtype], device=self.device)
+            index = ChunkIndex(
+                model.embedding_dim, dtype=INDEX_DTYPES[self.index_dtype], device=self.device
+            )
         elif index.embedding_dim != model.embedding_dim:
             raise IndexMismatchError(
                 f"index embedding size {index.embedding_dim} != model embedding size {model.embedding_dim}"
             )
-        self._corpus = IndexCorpus(model, index, SearchSettings(faiss_candidates=self.faiss_candidates))
+        self._corpus = IndexCorpus(
+            model, index, SearchSettings(faiss_candidates=self.faiss_candidates)
+        )
         if texts is not None:
             self.add_texts(texts, metadatas=metadatas, ids=ids)
 
@@ -181,7 +201,9 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
     def _refuse_unknown(cls, options: Iterable[str], method: str, *also: str) -> None:
         """Raise :class:`~qrag_integrations.core.errors.UnknownOptionError` for ``options`` that
         ``cls.method`` would pass on but that ``cls(...)`` does not take."""
-        check_options(options, {*cls.model_fields, *cls._init_keywords, *also}, f"{cls.__name__}.{method}")
+        check_options(
+            options, {*cls.model_fields, *cls._init_keywords, *also}, f"{cls.__name__}.{method}"
+        )
 
     # -- corpus management ----------------------------------------------------------------------
     @property
@@ -204,7 +226,9 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
         """The in-memory chunk index (a store-backed retriever has none: its chunks are in
         :attr:`source`)."""
         if not isinstance(self._corpus, IndexCorpus):
-            raise QRAGError("a store-backed retriever has no in-memory index; its chunks are in .source")
+            raise QRAGError(
+                "a store-backed retriever has no in-memory index; its chunks are in .source"
+            )
         return self._corpus.index
 
     @property
@@ -218,23 +242,32 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
     def stats(self) -> StoreStats:
         """Store-backed only: counters of the searches so far (steps, candidates, exact arg-max found)."""
         if not isinstance(self._corpus, StoreCorpus):
-            raise QRAGError("stats count store-backed searches; this retriever searches an in-memory index")
+            raise QRAGError(
+                "stats count store-backed searches; this retriever searches an in-memory index"
+            )
         return self._corpus.stats
 
     def __len__(self) -> int:
         return len(self._corpus)
 
     def add_texts(
-        self, texts: Sequence[str], metadatas: Sequence[dict[str, Any]] | None = None,
-        ids: Sequence[str] | None = None, doc_id: str | None = None,
+        self,
+        texts: Sequence[str],
+        metadatas: Sequence[dict[str, Any]] | None = None,
+        ids: Sequence[str] | None = None,
+        doc_id: str | None = None,
     ) -> list[str]:
         """Embed and add chunks; only these chunks are embedded. Returns their ids."""
         texts = validation.check_texts(texts)
         return self._add(texts, metadatas, ids, [doc_id or "texts"] * len(texts))
 
     def add_documents(
-        self, documents: Sequence[Any], ids: Sequence[str] | None = None, text_splitter: Any = None,
-        as_chunks: bool = False, **kwargs: Any,
+        self,
+        documents: Sequence[Any],
+        ids: Sequence[str] | None = None,
+        text_splitter: Any = None,
+        as_chunks: bool = False,
+        **kwargs: Any,
     ) -> list[str]:
         """Embed and add LangChain Documents or LlamaIndex Documents / nodes.
 
@@ -252,11 +285,15 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
         Returns:
             The ids of the added chunks.
         """
-        check_options(kwargs, ("ids", "text_splitter", "as_chunks"), f"{type(self).__name__}.add_documents")
+        check_options(
+            kwargs, ("ids", "text_splitter", "as_chunks"), f"{type(self).__name__}.add_documents"
+        )
         rows = documents_to_chunks(list(documents), None if as_chunks else text_splitter)
         if ids is not None:
             if text_splitter is not None and not as_chunks:
-                raise QRAGError("ids= cannot be combined with a text splitter (chunk count unknown)")
+                raise QRAGError(
+                    "ids= cannot be combined with a text splitter (chunk count unknown)"
+                )
             rows.ids = validation.as_ids(ids)
         return self._add(rows.texts, rows.metadatas, rows.ids, rows.doc_ids)
 
@@ -310,9 +347,13 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
         validation.check_k(k)
         stop_threshold = self.stop_threshold if stop_threshold is None else stop_threshold
         validation.check_stop_threshold(stop_threshold)
-        return self._run_search(list(queries), k, stop_threshold, self.filter if filter is None else filter)
+        return self._run_search(
+            list(queries), k, stop_threshold, self.filter if filter is None else filter
+        )
 
-    def _run_search(self, queries: list[str], k: int, stop_threshold: float | None, filter: Any) -> list[list[Hit]]:
+    def _run_search(
+        self, queries: list[str], k: int, stop_threshold: float | None, filter: Any
+    ) -> list[list[Hit]]:
         return self._corpus.search(queries, k, stop_threshold, filter)
 
     def get_prompts(self) -> dict[str, Any]:  # type: ignore[override]
@@ -338,7 +379,9 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
                 or the retriever is store-backed (persist the store instead).
         """
         if not isinstance(self._corpus, IndexCorpus):
-            raise QRAGError("a store-backed retriever keeps its chunks in the store: persist the store, then from_store() again")
+            raise QRAGError(
+                "a store-backed retriever keeps its chunks in the store: persist the store, then from_store() again"
+            )
         settings = self.model_dump(exclude=set(_NOT_SAVED) | self._STORE_FIELDS)
         save_retriever(path, settings, self._model, self._corpus.index, overwrite=overwrite)
 

@@ -36,9 +36,13 @@ _BATCH_KEY = "qrag_batch"
 SEARCH_OPTIONS = ("k", "filter", "stop_threshold")
 #: Keywords LangChain's ``invoke`` reads or passes on to ``_get_relevant_documents`` (the
 #: ``RunnableConfig`` keys and ``verbose``): accepted, not ours to refuse.
-LANGCHAIN_KEYWORDS = frozenset(RunnableConfig.__required_keys__ | RunnableConfig.__optional_keys__ | {"verbose"})
+LANGCHAIN_KEYWORDS = frozenset(
+    RunnableConfig.__required_keys__ | RunnableConfig.__optional_keys__ | {"verbose"}
+)
 #: The per-call options of the ``retrieve`` / ``aretrieve`` running in this context.
-_RETRIEVE_OPTIONS: ContextVar[Mapping[str, Any] | None] = ContextVar("qrag_retrieve_options", default=None)
+_RETRIEVE_OPTIONS: ContextVar[Mapping[str, Any] | None] = ContextVar(
+    "qrag_retrieve_options", default=None
+)
 
 
 class SearchFace(ABC):
@@ -76,10 +80,14 @@ class LangChainFace(LCBaseRetriever, SearchFace):
             hits = self.search([query], **options)[0]
         return [hit_to_langchain(h) for h in hits]
 
-    async def _aget_relevant_documents(self, query: str, *, run_manager: Any, **kwargs: Any) -> list[LCDocument]:
+    async def _aget_relevant_documents(
+        self, query: str, *, run_manager: Any, **kwargs: Any
+    ) -> list[LCDocument]:
         # The search is CPU/GPU work in torch (which releases the GIL): run it in a worker
         # thread so the event loop keeps serving other tasks.
-        hits = await asyncio.to_thread(self.search, [query], **_options(kwargs, f"{type(self).__name__}.ainvoke"))
+        hits = await asyncio.to_thread(
+            self.search, [query], **_options(kwargs, f"{type(self).__name__}.ainvoke")
+        )
         return [hit_to_langchain(h) for h in hits[0]]
 
     def batch(
@@ -101,7 +109,9 @@ class LangChainFace(LCBaseRetriever, SearchFace):
         token = uuid.uuid4().hex
         self._prefetched[token] = self._prefetch(inputs, options)
         try:
-            return super().batch(inputs, config, return_exceptions=return_exceptions, **kwargs, **{_BATCH_KEY: token})
+            return super().batch(
+                inputs, config, return_exceptions=return_exceptions, **kwargs, **{_BATCH_KEY: token}
+            )
         finally:
             self._prefetched.pop(token, None)
 
@@ -175,5 +185,7 @@ class LlamaIndexFace(LIBaseRetriever, SearchFace):
         return [hit_to_llama_index(h) for h in hits[0]]
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        hits = await asyncio.to_thread(self.search, [query_bundle.query_str], **(_RETRIEVE_OPTIONS.get() or {}))
+        hits = await asyncio.to_thread(
+            self.search, [query_bundle.query_str], **(_RETRIEVE_OPTIONS.get() or {})
+        )
         return [hit_to_llama_index(h) for h in hits[0]]

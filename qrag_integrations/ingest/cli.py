@@ -34,9 +34,9 @@ from typing import Any, NoReturn
 import torch
 from tqdm.auto import tqdm
 
-from qrag_integrations.core.loading import load_model
 from qrag_integrations.cli_errors import fail
 from qrag_integrations.core.errors import QRAGError
+from qrag_integrations.core.loading import load_model
 from qrag_integrations.core.model import QRAGModel
 from qrag_integrations.ingest.sharded import Shard, embed_corpus, read_shards
 from qrag_integrations.ingest.sharded_store import write_shards
@@ -82,7 +82,9 @@ def _key(obj: dict[str, Any], key: str, where: str) -> str | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (str, int)) or value == "":
-        raise CorpusFormatError(f'{where}: "{key}" must be a non-empty string or an integer, got {value!r}')
+        raise CorpusFormatError(
+            f'{where}: "{key}" must be a non-empty string or an integer, got {value!r}'
+        )
     return str(value)
 
 
@@ -117,7 +119,9 @@ def read_rows(path: str | Path, default_doc: str) -> Iterator[Row]:
     path = Path(path)
     jsonl = corpus_kind(path)
     for row, (number, line) in enumerate(_lines(path)):
-        text, chunk_id, doc_id = _json_row(line, f"{path} line {number}") if jsonl else (line, None, None)
+        text, chunk_id, doc_id = (
+            _json_row(line, f"{path} line {number}") if jsonl else (line, None, None)
+        )
         yield Row(text, str(row) if chunk_id is None else chunk_id, doc_id or default_doc)
 
 
@@ -129,8 +133,10 @@ def corpus_kind(path: Path) -> bool:
     """
     kind = SUFFIXES.get(path.suffix.lower())
     if kind is None:
-        raise QRAGError(f"{path}: unknown corpus suffix {path.suffix!r}; use .txt (one chunk per line) or .jsonl "
-                        "(one JSON object per line)")
+        raise QRAGError(
+            f"{path}: unknown corpus suffix {path.suffix!r}; use .txt (one chunk per line) or .jsonl "
+            "(one JSON object per line)"
+        )
     return kind
 
 
@@ -143,7 +149,9 @@ def count_rows(path: Path) -> int:
 def _columns(rows: Iterable[Row], *fields: str) -> tuple[Iterator[Any], ...]:
     """One iterator per field over the same rows (read alongside: ``tee`` holds at most the rows
     one column is ahead of the others, one shard in ``embed_corpus`` and ``write_shards``)."""
-    return tuple(map(attrgetter(field), it) for it, field in zip(itertools.tee(rows, len(fields)), fields))
+    return tuple(
+        map(attrgetter(field), it) for it, field in zip(itertools.tee(rows, len(fields)), fields)
+    )
 
 
 def default_name(path: Path) -> str:
@@ -180,24 +188,56 @@ def _device(value: str) -> str:
 def build_parser() -> argparse.ArgumentParser:
     """The ``qrag-embed`` argument parser."""
     p = argparse.ArgumentParser(
-        prog=PROG, description="Embed a corpus file in resumable shards, and optionally write them to Qdrant.")
-    p.add_argument("corpus", type=Path,
-                   help='.txt (one chunk per line) or .jsonl ({"text", "id", "doc_id"} per line)')
-    p.add_argument("--cache", type=Path, required=True, metavar="DIR",
-                   help="folder of stream caches (the shards go to a subfolder)")
-    p.add_argument("--name", help="corpus name: the cache subfolder's prefix (default: the file's stem)")
-    p.add_argument("--checkpoint", metavar="CKPT",
-                   help="checkpoint folder, packaged:NAME or HF encoder (default: the retriever's default model)")
-    p.add_argument("--shard-rows", type=_positive, default=4096, metavar="N",
-                   help="chunks per shard (default 4096; keep it when resuming)")
-    p.add_argument("--batch-size", type=_positive, default=64, metavar="N",
-                   help="chunks per forward pass (default 64)")
-    p.add_argument("--threads", type=_positive, metavar="N", help="torch.set_num_threads (default: torch's)")
+        prog=PROG,
+        description="Embed a corpus file in resumable shards, and optionally write them to Qdrant.",
+    )
+    p.add_argument(
+        "corpus",
+        type=Path,
+        help='.txt (one chunk per line) or .jsonl ({"text", "id", "doc_id"} per line)',
+    )
+    p.add_argument(
+        "--cache",
+        type=Path,
+        required=True,
+        metavar="DIR",
+        help="folder of stream caches (the shards go to a subfolder)",
+    )
+    p.add_argument(
+        "--name", help="corpus name: the cache subfolder's prefix (default: the file's stem)"
+    )
+    p.add_argument(
+        "--checkpoint",
+        metavar="CKPT",
+        help="checkpoint folder, packaged:NAME or HF encoder (default: the retriever's default model)",
+    )
+    p.add_argument(
+        "--shard-rows",
+        type=_positive,
+        default=4096,
+        metavar="N",
+        help="chunks per shard (default 4096; keep it when resuming)",
+    )
+    p.add_argument(
+        "--batch-size",
+        type=_positive,
+        default=64,
+        metavar="N",
+        help="chunks per forward pass (default 64)",
+    )
+    p.add_argument(
+        "--threads", type=_positive, metavar="N", help="torch.set_num_threads (default: torch's)"
+    )
     p.add_argument("--device", type=_device, default="cpu", help="cpu (default), cuda or cuda:N")
     store = p.add_mutually_exclusive_group()
-    store.add_argument("--qdrant-path", metavar="PATH",
-                       help="then write the shards to embedded (local) Qdrant in this folder")
-    store.add_argument("--qdrant-url", metavar="URL", help="then write the shards to the Qdrant server at this URL")
+    store.add_argument(
+        "--qdrant-path",
+        metavar="PATH",
+        help="then write the shards to embedded (local) Qdrant in this folder",
+    )
+    store.add_argument(
+        "--qdrant-url", metavar="URL", help="then write the shards to the Qdrant server at this URL"
+    )
     p.add_argument("--collection", metavar="NAME", help="Qdrant collection (default: the name)")
     return p
 
@@ -225,21 +265,38 @@ def embed(args: argparse.Namespace, model: QRAGModel, name: str, total: int) -> 
     start = time.perf_counter()
     texts, ids = _columns(read_rows(args.corpus, name), "text", "id")
     with tqdm(total=total, desc="embedding", unit="chunk", disable=None) as bar:
-        result = embed_corpus(model, texts, args.cache, name=name, ids=ids, shard_rows=args.shard_rows,
-                              batch_size=args.batch_size, progress=lambda rows, _: bar.update(rows - bar.n))
-    return {"folder": str(result.folder), "rows": result.rows, "shards": result.shards,
-            "embedded_now": result.embedded_rows, "seconds": round(time.perf_counter() - start, 2)}
+        result = embed_corpus(
+            model,
+            texts,
+            args.cache,
+            name=name,
+            ids=ids,
+            shard_rows=args.shard_rows,
+            batch_size=args.batch_size,
+            progress=lambda rows, _: bar.update(rows - bar.n),
+        )
+    return {
+        "folder": str(result.folder),
+        "rows": result.rows,
+        "shards": result.shards,
+        "embedded_now": result.embedded_rows,
+        "seconds": round(time.perf_counter() - start, 2),
+    }
 
 
-def write_store(args: argparse.Namespace, model: QRAGModel, name: str, folder: str, total: int) -> dict[str, Any]:
+def write_store(
+    args: argparse.Namespace, model: QRAGModel, name: str, folder: str, total: int
+) -> dict[str, Any]:
     """The store pass: the cache's shards into the Qdrant collection; returns its summary."""
     try:
         from qdrant_client.http.exceptions import ApiException
 
         from qrag_integrations.stores.qdrant import QdrantSource, connect
     except ImportError as exc:
-        raise QRAGError(f"writing to Qdrant needs qdrant-client: pip install 'qrag-integrations[stores]' "
-                        f"({exc})") from exc
+        raise QRAGError(
+            f"writing to Qdrant needs qdrant-client: pip install 'qrag-integrations[stores]' "
+            f"({exc})"
+        ) from exc
     start = time.perf_counter()
     collection, where = args.collection or name, f"Qdrant at {args.qdrant_path or args.qdrant_url}"
     client = connect(url=args.qdrant_url, path=args.qdrant_path)
@@ -247,14 +304,20 @@ def write_store(args: argparse.Namespace, model: QRAGModel, name: str, folder: s
         source = QdrantSource(client, collection, model)
         texts, docs = _columns(read_rows(args.corpus, name), "text", "doc_id")
         with tqdm(total=total, desc="writing", unit="chunk", disable=None) as bar:
-            written = write_shards(source, _advancing(read_shards(folder, model), bar), texts, doc_ids=docs)
+            written = write_shards(
+                source, _advancing(read_shards(folder, model), bar), texts, doc_ids=docs
+            )
         points = source.count()
     except ApiException as exc:
         raise QRAGError(f"{where}: {exc}") from exc
     finally:
         client.close()
-    return {"collection": collection, "written_now": written, "points": points,
-            "seconds": round(time.perf_counter() - start, 2)}
+    return {
+        "collection": collection,
+        "written_now": written,
+        "points": points,
+        "seconds": round(time.perf_counter() - start, 2),
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -108,14 +108,20 @@ def texts_digest(texts: Iterable[str]) -> str:
 def embedding_settings(model: QRAGModel) -> dict[str, Any]:
     """What the chunk embeddings depend on besides the weights."""
     enc = model.chunk_encoder
-    return {"max_chunk_tokens": model.config.max_chunk_tokens, "output_scale": float(enc.output_scale),
-            "normalize": bool(enc.normalize), "dim": model.embedding_dim}
+    return {
+        "max_chunk_tokens": model.config.max_chunk_tokens,
+        "output_scale": float(enc.output_scale),
+        "normalize": bool(enc.normalize),
+        "dim": model.embedding_dim,
+    }
 
 
 def cache_folder(root: str | os.PathLike[str], model: QRAGModel, name: str = "corpus") -> Path:
     """``<root>/<name>-<first 24 hex of the chunk encoder's fingerprint>``."""
     if not re.fullmatch(r"[A-Za-z0-9._-]+", name) or name.startswith("."):
-        raise QRAGError(f"name must be letters, digits, '.', '_' or '-' (not starting with '.'), got {name!r}")
+        raise QRAGError(
+            f"name must be letters, digits, '.', '_' or '-' (not starting with '.'), got {name!r}"
+        )
     return Path(root) / f"{name}-{model_fingerprint(model)[:KEY_CHARS]}"
 
 
@@ -129,23 +135,36 @@ def _check_folder(folder: Path) -> None:
         raise StreamCacheError(f"{folder} is not a folder")
     if not folder.is_dir():
         return
-    foreign = sorted(p.name for p in folder.iterdir()
-                     if p.name != MANIFEST and not _SHARD.match(p.name) and not _SCRATCH.match(p.name))
+    foreign = sorted(
+        p.name
+        for p in folder.iterdir()
+        if p.name != MANIFEST and not _SHARD.match(p.name) and not _SCRATCH.match(p.name)
+    )
     if foreign:
-        raise StreamCacheError(f"{folder} holds files that are not an embedding stream's: {foreign[:5]}; "
-                               "choose another root or name")
+        raise StreamCacheError(
+            f"{folder} holds files that are not an embedding stream's: {foreign[:5]}; "
+            "choose another root or name"
+        )
 
 
 def _read_manifest(folder: Path, model: QRAGModel | None) -> dict[str, Any]:
-    manifest = read_manifest_file(folder, MANIFEST, FORMAT, FORMAT_VERSION, "embedding stream cache",
-                                  error=StreamCacheError)
-    if not isinstance(manifest.get("shards"), list) or not isinstance(manifest.get("shard_rows"), int):
+    manifest = read_manifest_file(
+        folder, MANIFEST, FORMAT, FORMAT_VERSION, "embedding stream cache", error=StreamCacheError
+    )
+    if not isinstance(manifest.get("shards"), list) or not isinstance(
+        manifest.get("shard_rows"), int
+    ):
         raise StreamCacheError(f"{folder / MANIFEST}: no shard list")
     if model is not None:
-        expected = {"chunk_encoder_fingerprint": model_fingerprint(model), "settings": embedding_settings(model)}
+        expected = {
+            "chunk_encoder_fingerprint": model_fingerprint(model),
+            "settings": embedding_settings(model),
+        }
         wrong = {k: manifest.get(k) for k, v in expected.items() if manifest.get(k) != v}
         if wrong:
-            raise StreamCacheError(f"{folder / MANIFEST} was written by another chunk encoder or settings: {wrong}")
+            raise StreamCacheError(
+                f"{folder / MANIFEST} was written by another chunk encoder or settings: {wrong}"
+            )
     return manifest
 
 
@@ -165,8 +184,10 @@ def _check_shard(folder: Path, entry: dict[str, Any], dim: int) -> tuple[Path, l
         raise StreamCacheError(f"damaged stream cache: shard {path} is missing")
     shape, ids = _header(path)
     if shape != (entry["rows"], dim) or not isinstance(ids, list) or len(ids) != entry["rows"]:
-        raise StreamCacheError(f"damaged shard {path}: holds {shape} and {len(ids or [])} ids, "
-                               f"its manifest entry says {entry['rows']} rows of {dim}")
+        raise StreamCacheError(
+            f"damaged shard {path}: holds {shape} and {len(ids or [])} ids, "
+            f"its manifest entry says {entry['rows']} rows of {dim}"
+        )
     if texts_digest(ids) != entry["ids_sha256"]:
         raise StreamCacheError(f"damaged shard {path}: its ids do not match its manifest entry")
     return path, ids
@@ -217,7 +238,9 @@ def release_freed_memory() -> bool:
     return bool(trim(0)) if trim is not None else False
 
 
-def _pieces(texts: Iterable[str], ids: Iterable[str] | None, size: int) -> Iterator[tuple[list[str], list[str]]]:
+def _pieces(
+    texts: Iterable[str], ids: Iterable[str] | None, size: int
+) -> Iterator[tuple[list[str], list[str]]]:
     """``(texts, ids)`` lists of ``size`` rows (the last may be shorter), read lazily."""
     rows = iter(texts)
     names = iter(ids) if ids is not None else (str(i) for i in itertools.count())
@@ -265,18 +288,29 @@ def embed_corpus(
             encoder, or a listed shard is missing or damaged (its path is named).
     """
     if shard_rows < 1 or batch_size < 1:
-        raise QRAGError(f"shard_rows and batch_size must be >= 1, got {shard_rows} and {batch_size}")
+        raise QRAGError(
+            f"shard_rows and batch_size must be >= 1, got {shard_rows} and {batch_size}"
+        )
     folder = cache_folder(root, model, name)
     _check_folder(folder)
     if (folder / MANIFEST).exists():
         manifest = _read_manifest(folder, model)
         if manifest["shard_rows"] != shard_rows:
-            raise StreamCacheError(f"{folder} was written with shard_rows={manifest['shard_rows']}; "
-                                   f"resume it with that value (got {shard_rows})")
+            raise StreamCacheError(
+                f"{folder} was written with shard_rows={manifest['shard_rows']}; "
+                f"resume it with that value (got {shard_rows})"
+            )
     else:
-        manifest = {"format": FORMAT, "format_version": FORMAT_VERSION,
-                    "chunk_encoder_fingerprint": model_fingerprint(model), "settings": embedding_settings(model),
-                    "shard_rows": shard_rows, "complete": False, "rows": 0, "shards": []}
+        manifest = {
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "chunk_encoder_fingerprint": model_fingerprint(model),
+            "settings": embedding_settings(model),
+            "shard_rows": shard_rows,
+            "complete": False,
+            "rows": 0,
+            "shards": [],
+        }
     folder.mkdir(parents=True, exist_ok=True)
     done: list[dict[str, Any]] = manifest["shards"]
     rows = embedded = count = 0
@@ -285,17 +319,31 @@ def embed_corpus(
         where = f"shard {index} (corpus rows {rows}-{rows + len(piece) - 1})"
         if index < len(done):
             entry = done[index]
-            if (texts_digest(piece), texts_digest(keys)) != (entry["texts_sha256"], entry["ids_sha256"]):
-                raise CorpusChangedError(f"the corpus differs from the one cached in {folder} at {where}; "
-                                         "give it another name (or move the folder away)")
+            if (texts_digest(piece), texts_digest(keys)) != (
+                entry["texts_sha256"],
+                entry["ids_sha256"],
+            ):
+                raise CorpusChangedError(
+                    f"the corpus differs from the one cached in {folder} at {where}; "
+                    "give it another name (or move the folder away)"
+                )
             _check_shard(folder, entry, model.embedding_dim)
         else:
             if manifest["complete"]:
-                raise CorpusChangedError(f"the corpus is longer than the one cached in {folder} ({rows} rows)")
+                raise CorpusChangedError(
+                    f"the corpus is longer than the one cached in {folder} ({rows} rows)"
+                )
             emb = model.embed_chunks(piece, batch_size=batch_size, out_dtype=torch.float32).cpu()
             _write_shard(folder / shard_file(index), emb, keys)
-            done.append({"file": shard_file(index), "start": rows, "rows": len(piece),
-                         "texts_sha256": texts_digest(piece), "ids_sha256": texts_digest(keys)})
+            done.append(
+                {
+                    "file": shard_file(index),
+                    "start": rows,
+                    "rows": len(piece),
+                    "texts_sha256": texts_digest(piece),
+                    "ids_sha256": texts_digest(keys),
+                }
+            )
             manifest["rows"] = rows + len(piece)
             write_json_atomic(folder / MANIFEST, manifest)
             embedded += len(piece)
@@ -305,16 +353,19 @@ def embed_corpus(
         if progress is not None:
             progress(rows, count)
     if count < len(done):
-        raise CorpusChangedError(f"the corpus ({rows} rows) is shorter than the one cached in {folder} "
-                                 f"({manifest['rows']} rows in {len(done)} shards)")
+        raise CorpusChangedError(
+            f"the corpus ({rows} rows) is shorter than the one cached in {folder} "
+            f"({manifest['rows']} rows in {len(done)} shards)"
+        )
     if not manifest["complete"]:
         manifest.update(complete=True, rows=rows)
         write_json_atomic(folder / MANIFEST, manifest)
     return StreamResult(folder, rows, len(done), embedded)
 
 
-def read_shards(folder: str | os.PathLike[str], model: QRAGModel | None = None,
-                require_complete: bool = True) -> Iterator[Shard]:
+def read_shards(
+    folder: str | os.PathLike[str], model: QRAGModel | None = None, require_complete: bool = True
+) -> Iterator[Shard]:
     """Yield the shards of a stream cache folder one at a time, each checked.
 
     Args:
@@ -330,8 +381,10 @@ def read_shards(folder: str | os.PathLike[str], model: QRAGModel | None = None,
     _check_folder(folder)
     manifest = _read_manifest(folder, model)
     if require_complete and not manifest.get("complete"):
-        raise StreamCacheError(f"{folder} holds an interrupted run ({manifest.get('rows')} rows so far); "
-                               "run embed_corpus again to finish it")
+        raise StreamCacheError(
+            f"{folder} holds an interrupted run ({manifest.get('rows')} rows so far); "
+            "run embed_corpus again to finish it"
+        )
     dim = int(manifest["settings"]["dim"])
     start = 0
     for index, entry in enumerate(manifest["shards"]):

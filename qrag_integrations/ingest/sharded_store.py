@@ -62,7 +62,9 @@ def write_shards(
     rows_iter = iter(texts)
     docs_iter = iter(doc_ids) if doc_ids is not None else None
     default_doc: str | None = None
-    known: dict[str, tuple[int, int]] = {}  # (doc rank, next order) of documents written by this call
+    known: dict[
+        str, tuple[int, int]
+    ] = {}  # (doc rank, next order) of documents written by this call
     written = 0
     for shard in shards:
         piece = list(itertools.islice(rows_iter, len(shard.ids)))
@@ -80,13 +82,22 @@ def write_shards(
         if len(writer.existing(shard.ids)) == len(shard.ids):
             known.clear()  # written by an earlier, interrupted call: ask the store from now on
             continue
-        rows, next_rank = plan_rows(piece, writer.fingerprint, lambda d: known.get(d) or writer.doc_info(d),
-                                    writer.next_doc_rank(), ids=shard.ids, doc_ids=docs)
+        rows, next_rank = plan_rows(
+            piece,
+            writer.fingerprint,
+            lambda d: known.get(d) or writer.doc_info(d),
+            writer.next_doc_rank(),
+            ids=shard.ids,
+            doc_ids=docs,
+        )
         writer.write_vectors(rows, shard.embeddings.numpy(), next_rank)
         for row in rows:  # documents continue in the next shard without a store query
             meta = row.metadata
             rank, order = int(meta[KEY_DOC_RANK]), int(meta[KEY_ORDER])
-            known[meta[KEY_DOC_ID]] = (rank, max(order + 1, known.get(meta[KEY_DOC_ID], (rank, 0))[1]))
+            known[meta[KEY_DOC_ID]] = (
+                rank,
+                max(order + 1, known.get(meta[KEY_DOC_ID], (rank, 0))[1]),
+            )
         written += len(rows)
     return written
 

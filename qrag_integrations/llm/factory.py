@@ -22,7 +22,9 @@ KNOWN_SPECS = (
 
 def _keyword_options(backend: type) -> list[str]:
     """The keyword-only arguments of a backend's constructor: the options a spec may add."""
-    return [p.name for p in inspect.signature(backend).parameters.values() if p.kind is p.KEYWORD_ONLY]
+    return [
+        p.name for p in inspect.signature(backend).parameters.values() if p.kind is p.KEYWORD_ONLY
+    ]
 
 
 def build_reader(spec: str, **options: Any) -> Reader:

@@ -146,8 +146,11 @@ def _listed_files(manifest: dict[str, Any]) -> dict[str, dict[str, Any]] | None:
         return None
     for name, info in files.items():
         if (
-            not isinstance(name, str) or name.startswith("/") or ".." in Path(name).parts
-            or not isinstance(info, dict) or not isinstance(info.get("size"), int)
+            not isinstance(name, str)
+            or name.startswith("/")
+            or ".." in Path(name).parts
+            or not isinstance(info, dict)
+            or not isinstance(info.get("size"), int)
             or not isinstance(info.get("sha256"), str)
         ):
             return None
@@ -160,8 +163,12 @@ def _entry_kind(entry: Path, manifest: dict[str, Any] | None = None) -> SaveKind
     manifest = manifest if manifest is not None else _read_manifest(entry)
     files = _listed_files(manifest) if manifest is not None else None
     names = {name.split("/", 1)[0] for name in files or ()}
-    return SaveKind("converted reader model cache", frozenset({MANIFEST_FILE, *names}),
-                    MANIFEST_FILE, CACHE_FORMAT)
+    return SaveKind(
+        "converted reader model cache",
+        frozenset({MANIFEST_FILE, *names}),
+        MANIFEST_FILE,
+        CACHE_FORMAT,
+    )
 
 
 def entry_problem(entry: Path, key: CacheKey) -> str | None:
@@ -237,26 +244,36 @@ def write_entry(
             tokenizer.save_pretrained(tmp)
             files = {
                 path.relative_to(tmp).as_posix(): {
-                    "size": path.stat().st_size, "sha256": file_sha256(path)
+                    "size": path.stat().st_size,
+                    "sha256": file_sha256(path),
                 }
-                for path in sorted(tmp.rglob("*")) if path.is_file()
+                for path in sorted(tmp.rglob("*"))
+                if path.is_file()
             }
             if not replace and entry_problem(entry, key) is None:
                 raise _AlreadyCached
-            write_json_atomic(tmp / MANIFEST_FILE, {
-                "format": CACHE_FORMAT,
-                "version": CACHE_VERSION,
-                "source": {"name": source.name, "path": str(source), "size": key.size,
-                           "sha256": key.sha256},
-                "versions": key.versions,
-                "files": files,
-            })
+            write_json_atomic(
+                tmp / MANIFEST_FILE,
+                {
+                    "format": CACHE_FORMAT,
+                    "version": CACHE_VERSION,
+                    "source": {
+                        "name": source.name,
+                        "path": str(source),
+                        "size": key.size,
+                        "sha256": key.sha256,
+                    },
+                    "versions": key.versions,
+                    "files": files,
+                },
+            )
     except _AlreadyCached:
         logger.info("reader cache %s was written by another process meanwhile; kept it", entry)
         return True
     except (OSError, QRAGError) as exc:
-        logger.warning("could not write the reader cache %s (the model is loaded anyway): %s",
-                       entry, exc)
+        logger.warning(
+            "could not write the reader cache %s (the model is loaded anyway): %s", entry, exc
+        )
         return False
     size = sum(info["size"] for info in files.values())
     logger.info("converted %s once and cached it at %s (%.0f MB)", source, entry, size / 1e6)
@@ -295,8 +312,9 @@ def load_gguf_cached(
         except Exception as exc:  # noqa: BLE001 - a checked entry that does not load is rebuilt
             problem, unloadable = f"it did not load ({type(exc).__name__}: {exc})", True
     if problem != "absent":
-        logger.warning("the reader cache %s is damaged (%s); converting %s again", entry, problem,
-                       source)
+        logger.warning(
+            "the reader cache %s is damaged (%s); converting %s again", entry, problem, source
+        )
     tokenizer, model = load_gguf()
     written = write_entry(entry, key, source, tokenizer, model, replace=unloadable)
     return tokenizer, model, entry if written else None

@@ -23,7 +23,9 @@ from qrag_integrations.stores.rows import ingest
 from qrag_integrations.stores.search import StoreSearcher, StoreStats
 
 
-def open_store(store: Any, model: QRAGModel, collection_name: str | None = None, rank_by: str = "auto") -> Any:
+def open_store(
+    store: Any, model: QRAGModel, collection_name: str | None = None, rank_by: str = "auto"
+) -> Any:
     """The store-backed search source of a store object.
 
     Args:
@@ -48,7 +50,7 @@ def open_store(store: Any, model: QRAGModel, collection_name: str | None = None,
     try:
         from qdrant_client import QdrantClient
     except ImportError:  # pragma: no cover - depends on the install
-        QdrantClient = None  # noqa: N806
+        QdrantClient = None
     if QdrantClient is not None:
         from qrag_integrations.stores.qdrant import QdrantSource  # qdrant-client is optional
 
@@ -57,7 +59,9 @@ def open_store(store: Any, model: QRAGModel, collection_name: str | None = None,
                 raise QRAGError("a QdrantClient needs collection_name=")
             return QdrantSource(store, collection_name, model, rank_by=rank_by)
         client, name = getattr(store, "client", None), getattr(store, "collection_name", None)
-        if isinstance(client, QdrantClient) and isinstance(name, str):  # langchain-qdrant, llama-index qdrant
+        if isinstance(client, QdrantClient) and isinstance(
+            name, str
+        ):  # langchain-qdrant, llama-index qdrant
             return QdrantSource(client, name, model, rank_by=rank_by)
     raise QRAGError(
         f"unsupported store {type(store).__name__}: pass a QdrantClient (pip install qdrant-client), a Qdrant "
@@ -76,7 +80,13 @@ class StoreCorpus:
             among the candidates (costly: for evaluation).
     """
 
-    def __init__(self, model: QRAGModel, source: Any, candidates_per_step: int = 64, check_exact: bool = False) -> None:
+    def __init__(
+        self,
+        model: QRAGModel,
+        source: Any,
+        candidates_per_step: int = 64,
+        check_exact: bool = False,
+    ) -> None:
         self.model, self.source = model, source
         self.searcher = StoreSearcher(model, source, candidates_per_step, check_exact)
 
@@ -89,10 +99,17 @@ class StoreCorpus:
         return self.source.count(None)
 
     def add(
-        self, texts: list[str], metadatas: Sequence[dict[str, Any]] | None, ids: Sequence[str] | None,
-        doc_ids: list[str], batch_size: int, show_progress: bool,
+        self,
+        texts: list[str],
+        metadatas: Sequence[dict[str, Any]] | None,
+        ids: Sequence[str] | None,
+        doc_ids: list[str],
+        batch_size: int,
+        show_progress: bool,
     ) -> list[str]:
-        return ingest(self.source, self.model, texts, metadatas, ids, doc_ids, batch_size=batch_size)
+        return ingest(
+            self.source, self.model, texts, metadatas, ids, doc_ids, batch_size=batch_size
+        )
 
     def delete(self, ids: Sequence[str]) -> int:
         return self.source.delete(list(ids))
@@ -100,5 +117,7 @@ class StoreCorpus:
     def get(self, ids: Sequence[str]) -> list[Chunk]:
         return self.source.get(list(ids))
 
-    def search(self, queries: list[str], k: int, stop_threshold: float | None, filter: Any) -> list[list[Hit]]:
+    def search(
+        self, queries: list[str], k: int, stop_threshold: float | None, filter: Any
+    ) -> list[list[Hit]]:
         return self.searcher.search(queries, k, stop_threshold, filter)

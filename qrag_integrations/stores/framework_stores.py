@@ -25,10 +25,10 @@ from llama_index.core.vector_stores.types import (
     VectorStoreQuery,
 )
 
-from qrag_integrations.frameworks.embeddings import QRAGEmbeddings
 from qrag_integrations.core.errors import IndexMismatchError, QRAGError
 from qrag_integrations.core.index import Chunk, mapping_filter
 from qrag_integrations.core.model import QRAGModel
+from qrag_integrations.frameworks.embeddings import QRAGEmbeddings
 from qrag_integrations.stores.rows import (
     KEY_DOC_ID,
     KEY_DOC_RANK,
@@ -89,7 +89,9 @@ class LangChainMemorySource:
         if filter is None or (callable(filter) and not isinstance(filter, Mapping)):
             return filter
         if not isinstance(filter, Mapping):
-            raise QRAGError(f"filter must be a mapping or a callable on a Document, got {type(filter).__name__}")
+            raise QRAGError(
+                f"filter must be a mapping or a callable on a Document, got {type(filter).__name__}"
+            )
         test = mapping_filter(filter)
         return lambda doc: test(doc.metadata)
 
@@ -98,7 +100,11 @@ class LangChainMemorySource:
         records = list(self.store.store.values())
         if test is None:
             return records
-        return [r for r in records if test(LCDocument(id=r["id"], page_content=r["text"], metadata=r["metadata"]))]
+        return [
+            r
+            for r in records
+            if test(LCDocument(id=r["id"], page_content=r["text"], metadata=r["metadata"]))
+        ]
 
     def count(self, filter: Any = None) -> int:
         """Number of chunks matching ``filter``."""
@@ -106,7 +112,12 @@ class LangChainMemorySource:
 
     def layout(self, filter: Any) -> SortedKeys:
         """Document order of the matching chunks."""
-        return SortedKeys([(int(r["metadata"][KEY_DOC_RANK]), int(r["metadata"][KEY_ORDER])) for r in self._records(filter)])
+        return SortedKeys(
+            [
+                (int(r["metadata"][KEY_DOC_RANK]), int(r["metadata"][KEY_ORDER]))
+                for r in self._records(filter)
+            ]
+        )
 
     def candidates(self, vector: np.ndarray, k: int, filter: Any) -> StoreCandidates:
         """The store's ``k`` nearest matching chunks (its cosine similarity), each checked against
@@ -116,15 +127,26 @@ class LangChainMemorySource:
             np.asarray(vector, dtype=np.float32).tolist(), k=k, filter=test
         )
         found = [(doc, score) for doc, score in found if test is None or test(doc)]
-        rows = [row_chunk(doc.page_content, doc.metadata, self.fingerprint, self._where) for doc, _ in found]
-        vectors = np.asarray([self.store.store[doc.id]["vector"] for doc, _ in found], dtype=np.float32)
+        rows = [
+            row_chunk(doc.page_content, doc.metadata, self.fingerprint, self._where)
+            for doc, _ in found
+        ]
+        vectors = np.asarray(
+            [self.store.store[doc.id]["vector"] for doc, _ in found], dtype=np.float32
+        )
         keys = np.asarray([key for _, key in rows], dtype=np.int64).reshape(-1, 2)
-        return StoreCandidates([c for c, _ in rows], vectors.reshape(len(rows), self.embedding_dim), keys)
+        return StoreCandidates(
+            [c for c, _ in rows], vectors.reshape(len(rows), self.embedding_dim), keys
+        )
 
     def get(self, ids: Sequence[str]) -> list[Chunk]:
         """Chunks by id (unknown ids skipped)."""
         docs = {d.id: d for d in self.store.get_by_ids(list(ids))}
-        return [row_chunk(docs[i].page_content, docs[i].metadata, self.fingerprint, self._where)[0] for i in ids if i in docs]
+        return [
+            row_chunk(docs[i].page_content, docs[i].metadata, self.fingerprint, self._where)[0]
+            for i in ids
+            if i in docs
+        ]
 
     def delete(self, ids: Sequence[str]) -> int:
         """Delete chunks by id; returns how many were there."""
@@ -145,7 +167,9 @@ class LangChainMemorySource:
         """Those of ``ids`` in the store."""
         return [d.id for d in self.store.get_by_ids(list(ids)) if d.id is not None]
 
-    def write(self, rows: list[StoredRow], model: QRAGModel, batch_size: int, next_doc_rank: int) -> None:
+    def write(
+        self, rows: list[StoredRow], model: QRAGModel, batch_size: int, next_doc_rank: int
+    ) -> None:
         """``add_documents``: the store embeds them with its :class:`QRAGEmbeddings`."""
         docs = [LCDocument(id=r.id, page_content=r.text, metadata=r.metadata) for r in rows]
         self.store.add_documents(docs, ids=[r.id for r in rows])
@@ -157,13 +181,18 @@ def llama_filters(filter: Any) -> MetadataFilters | None:
     if filter is None or isinstance(filter, MetadataFilters):
         return filter
     if not isinstance(filter, Mapping):
-        raise QRAGError(f"a LlamaIndex store takes a mapping or MetadataFilters, not {type(filter).__name__}")
+        raise QRAGError(
+            f"a LlamaIndex store takes a mapping or MetadataFilters, not {type(filter).__name__}"
+        )
     try:
-        return MetadataFilters(filters=[
-            MetadataFilter(key=k, value=list(v), operator=FilterOperator.IN)
-            if isinstance(v, (list, tuple, set, frozenset)) else MetadataFilter(key=k, value=v, operator=FilterOperator.EQ)
-            for k, v in filter.items()
-        ])
+        return MetadataFilters(
+            filters=[
+                MetadataFilter(key=k, value=list(v), operator=FilterOperator.IN)
+                if isinstance(v, (list, tuple, set, frozenset))
+                else MetadataFilter(key=k, value=v, operator=FilterOperator.EQ)
+                for k, v in filter.items()
+            ]
+        )
     except ValueError as exc:  # pydantic: a value LlamaIndex filters cannot hold
         raise QRAGError(
             f"a LlamaIndex store cannot filter on {dict(filter)!r}: its MetadataFilters match an int, float or str, "
@@ -198,7 +227,9 @@ class LlamaIndexSimpleSource:
         return chunk, key
 
     def _query(self, vector: Sequence[float], k: int, filter: Any) -> list[str]:
-        query = VectorStoreQuery(query_embedding=list(vector), similarity_top_k=k, filters=llama_filters(filter))
+        query = VectorStoreQuery(
+            query_embedding=list(vector), similarity_top_k=k, filters=llama_filters(filter)
+        )
         return list(self.store.query(query).ids or [])
 
     def _matching(self, filter: Any) -> list[str]:
@@ -220,7 +251,9 @@ class LlamaIndexSimpleSource:
         """The store's ``k`` nearest matching chunks (its cosine similarity)."""
         ids = self._query(np.asarray(vector, dtype=np.float32).tolist(), k, filter)
         rows = [self._chunk(i) for i in ids]
-        vectors = np.asarray([self.store.get(i) for i in ids], dtype=np.float32).reshape(len(ids), self.embedding_dim)
+        vectors = np.asarray([self.store.get(i) for i in ids], dtype=np.float32).reshape(
+            len(ids), self.embedding_dim
+        )
         keys = np.asarray([key for _, key in rows], dtype=np.int64).reshape(-1, 2)
         return StoreCandidates([c for c, _ in rows], vectors, keys)
 
@@ -247,12 +280,24 @@ class LlamaIndexSimpleSource:
         """Those of ``ids`` in the store."""
         return [i for i in ids if i in self.store.data.embedding_dict]
 
-    def write(self, rows: list[StoredRow], model: QRAGModel, batch_size: int, next_doc_rank: int) -> None:
+    def write(
+        self, rows: list[StoredRow], model: QRAGModel, batch_size: int, next_doc_rank: int
+    ) -> None:
         """Embed with the chunk encoder and ``add`` the nodes (text kept in ``qrag_text``)."""
-        vectors = model.embed_chunks([r.text for r in rows], batch_size=batch_size).float().cpu().tolist()
+        vectors = (
+            model.embed_chunks([r.text for r in rows], batch_size=batch_size).float().cpu().tolist()
+        )
         hidden = [*RESERVED_KEYS, KEY_TEXT]
-        self.store.add([
-            TextNode(id_=r.id, text=r.text, metadata={**r.metadata, KEY_TEXT: r.text}, embedding=v,
-                     excluded_embed_metadata_keys=hidden, excluded_llm_metadata_keys=hidden)
-            for r, v in zip(rows, vectors)
-        ])
+        self.store.add(
+            [
+                TextNode(
+                    id_=r.id,
+                    text=r.text,
+                    metadata={**r.metadata, KEY_TEXT: r.text},
+                    embedding=v,
+                    excluded_embed_metadata_keys=hidden,
+                    excluded_llm_metadata_keys=hidden,
+                )
+                for r, v in zip(rows, vectors)
+            ]
+        )

@@ -35,7 +35,11 @@ from qrag_integrations.stores.search import StoreCandidates
 
 CONTENT, METADATA = "page_content", "metadata"
 #: Collection metadata keys.
-META_FINGERPRINT, META_DIM, META_NEXT_DOC_RANK = "qrag_fingerprint", "qrag_embedding_dim", "qrag_next_doc_rank"
+META_FINGERPRINT, META_DIM, META_NEXT_DOC_RANK = (
+    "qrag_fingerprint",
+    "qrag_embedding_dim",
+    "qrag_next_doc_rank",
+)
 #: Collection metadata key counting Q-RAG writes and deletes (a cached document order is reused
 #: while it and the point count are unchanged).
 META_GENERATION = "qrag_generation"
@@ -89,7 +93,9 @@ def qdrant_filter(filter: Any) -> models.Filter | None:
             else:
                 match = models.MatchValue(value=value)
             conditions.append(models.FieldCondition(key=_field(key), match=match))
-        except ValueError as exc:  # pydantic: Qdrant matches str, int and bool values, lists of one type
+        except (
+            ValueError
+        ) as exc:  # pydantic: Qdrant matches str, int and bool values, lists of one type
             raise QRAGError(
                 f"a Qdrant store cannot filter {key!r} on {value!r}: it matches a str, int or bool, or a list of "
                 f"str or of int ({type(exc).__name__})"
@@ -147,11 +153,20 @@ class QdrantSource:
     def _create(self) -> None:
         self.client.create_collection(
             self.collection_name,
-            vectors_config=models.VectorParams(size=self.embedding_dim, distance=models.Distance.DOT),
-            metadata={META_FINGERPRINT: self.fingerprint, META_DIM: self.embedding_dim, META_NEXT_DOC_RANK: 0},
+            vectors_config=models.VectorParams(
+                size=self.embedding_dim, distance=models.Distance.DOT
+            ),
+            metadata={
+                META_FINGERPRINT: self.fingerprint,
+                META_DIM: self.embedding_dim,
+                META_NEXT_DOC_RANK: 0,
+            },
         )
-        schema = {KEY_DOC_ID: models.PayloadSchemaType.KEYWORD, KEY_DOC_RANK: models.PayloadSchemaType.INTEGER,
-                  KEY_ORDER: models.PayloadSchemaType.INTEGER}
+        schema = {
+            KEY_DOC_ID: models.PayloadSchemaType.KEYWORD,
+            KEY_DOC_RANK: models.PayloadSchemaType.INTEGER,
+            KEY_ORDER: models.PayloadSchemaType.INTEGER,
+        }
         with warnings.catch_warnings():  # local mode: "payload indexes have no effect"
             warnings.filterwarnings("ignore", message="Payload indexes have no effect")
             for key, kind in schema.items():
@@ -164,7 +179,9 @@ class QdrantSource:
         info = self.client.get_collection(self.collection_name)
         params = info.config.params.vectors
         if not isinstance(params, models.VectorParams):
-            raise IndexMismatchError(f"{self._where} has named vectors {sorted(params or {})}; Q-RAG writes one unnamed vector")
+            raise IndexMismatchError(
+                f"{self._where} has named vectors {sorted(params or {})}; Q-RAG writes one unnamed vector"
+            )
         check_dim(params.size, self.embedding_dim, self._where)
         if params.distance != models.Distance.DOT:
             raise IndexMismatchError(
@@ -173,7 +190,9 @@ class QdrantSource:
             )
         recorded = (info.config.metadata or {}).get(META_FINGERPRINT)
         if recorded is None and (info.points_count or 0) > 0:
-            raise IndexMismatchError(f"{self._where} was not written by a Q-RAG ingest (no recorded fingerprint)")
+            raise IndexMismatchError(
+                f"{self._where} was not written by a Q-RAG ingest (no recorded fingerprint)"
+            )
         if recorded is not None and recorded != self.fingerprint:
             raise IndexMismatchError(
                 f"{self._where} holds vectors of another chunk encoder (fingerprint {str(recorded)[:12]}..., "
@@ -181,26 +200,42 @@ class QdrantSource:
             )
         if recorded is None:
             self.client.update_collection(
-                self.collection_name, metadata={META_FINGERPRINT: self.fingerprint, META_DIM: self.embedding_dim}
+                self.collection_name,
+                metadata={META_FINGERPRINT: self.fingerprint, META_DIM: self.embedding_dim},
             )
 
     # -- reading --------------------------------------------------------------------------------
     def _chunk(self, payload: Mapping[str, Any] | None) -> tuple[Chunk, tuple[int, int]]:
         payload = payload or {}
-        return row_chunk(str(payload.get(CONTENT, "")), dict(payload.get(METADATA) or {}), self.fingerprint, self._where)
+        return row_chunk(
+            str(payload.get(CONTENT, "")),
+            dict(payload.get(METADATA) or {}),
+            self.fingerprint,
+            self._where,
+        )
 
     def count(self, filter: Any = None) -> int:
         """Number of chunks matching ``filter``."""
-        return int(self.client.count(self.collection_name, count_filter=qdrant_filter(filter), exact=True).count)
+        return int(
+            self.client.count(
+                self.collection_name, count_filter=qdrant_filter(filter), exact=True
+            ).count
+        )
 
     def candidates(self, vector: np.ndarray, k: int, filter: Any) -> StoreCandidates:
         """The ``k`` matching chunks of highest inner product with ``vector``."""
         points = self.client.query_points(
-            self.collection_name, query=np.asarray(vector, dtype=np.float32).tolist(), limit=k,
-            query_filter=qdrant_filter(filter), with_payload=True, with_vectors=True,
+            self.collection_name,
+            query=np.asarray(vector, dtype=np.float32).tolist(),
+            limit=k,
+            query_filter=qdrant_filter(filter),
+            with_payload=True,
+            with_vectors=True,
         ).points
         rows = [self._chunk(p.payload) for p in points]
-        vectors = np.asarray([p.vector for p in points], dtype=np.float32).reshape(len(points), self.embedding_dim)
+        vectors = np.asarray([p.vector for p in points], dtype=np.float32).reshape(
+            len(points), self.embedding_dim
+        )
         keys = np.asarray([key for _, key in rows], dtype=np.int64).reshape(-1, 2)
         return StoreCandidates([c for c, _ in rows], vectors, keys)
 
@@ -208,7 +243,11 @@ class QdrantSource:
         out, offset = [], None
         while True:
             page, offset = self.client.scroll(
-                self.collection_name, scroll_filter=filter, limit=_PAGE, offset=offset, with_payload=fields
+                self.collection_name,
+                scroll_filter=filter,
+                limit=_PAGE,
+                offset=offset,
+                with_payload=fields,
             )
             out.extend(page)
             if offset is None:
@@ -230,7 +269,9 @@ class QdrantSource:
         points = self._scroll(native, [_field(KEY_DOC_RANK), _field(KEY_ORDER)])
         meta = [(p.payload or {}).get(METADATA) or {} for p in points]
         if any(KEY_DOC_RANK not in m or KEY_ORDER not in m for m in meta):
-            raise IndexMismatchError(f"{self._where} holds points without Q-RAG order fields (written outside the Q-RAG ingest)")
+            raise IndexMismatchError(
+                f"{self._where} holds points without Q-RAG order fields (written outside the Q-RAG ingest)"
+            )
         layout = SortedKeys([(int(m[KEY_DOC_RANK]), int(m[KEY_ORDER])) for m in meta])
         if len(self._layouts) >= _CACHED_LAYOUTS:
             self._layouts.pop(next(iter(self._layouts)))
@@ -239,7 +280,9 @@ class QdrantSource:
 
     def get(self, ids: Sequence[str]) -> list[Chunk]:
         """Chunks by id (unknown ids skipped), in the given order."""
-        points = self.client.retrieve(self.collection_name, [point_id(i) for i in ids], with_payload=True)
+        points = self.client.retrieve(
+            self.collection_name, [point_id(i) for i in ids], with_payload=True
+        )
         by_id = {c.id: c for c, _ in (self._chunk(p.payload) for p in points)}
         return [by_id[i] for i in ids if i in by_id]
 
@@ -247,14 +290,22 @@ class QdrantSource:
         """Delete chunks by id; returns how many were there."""
         found = self.existing(ids)
         if found:
-            self.client.delete(self.collection_name, models.PointIdsList(points=[point_id(i) for i in found]), wait=True)
+            self.client.delete(
+                self.collection_name,
+                models.PointIdsList(points=[point_id(i) for i in found]),
+                wait=True,
+            )
             self._bump({})
         return len(found)
 
     # -- writing (StoreWriter) ------------------------------------------------------------------
     def doc_info(self, doc_id: str) -> tuple[int, int] | None:
         """``(doc_rank, next order)`` of a stored document."""
-        match = models.Filter(must=[models.FieldCondition(key=_field(KEY_DOC_ID), match=models.MatchValue(value=doc_id))])
+        match = models.Filter(
+            must=[
+                models.FieldCondition(key=_field(KEY_DOC_ID), match=models.MatchValue(value=doc_id))
+            ]
+        )
         points = self._scroll(match, [_field(KEY_DOC_RANK), _field(KEY_ORDER)])
         if not points:
             return None
@@ -267,25 +318,37 @@ class QdrantSource:
 
     def existing(self, ids: Sequence[str]) -> list[str]:
         """Those of ``ids`` in the collection."""
-        points = self.client.retrieve(self.collection_name, [point_id(i) for i in ids], with_payload=False)
+        points = self.client.retrieve(
+            self.collection_name, [point_id(i) for i in ids], with_payload=False
+        )
         there = {str(p.id) for p in points}
         return [i for i in ids if point_id(i) in there]
 
-    def write(self, rows: list[StoredRow], model: QRAGModel, batch_size: int, next_doc_rank: int) -> None:
+    def write(
+        self, rows: list[StoredRow], model: QRAGModel, batch_size: int, next_doc_rank: int
+    ) -> None:
         """Embed with the chunk encoder and upsert, then record the next document rank."""
-        vectors = model.embed_chunks([r.text for r in rows], batch_size=batch_size).float().cpu().numpy()
+        vectors = (
+            model.embed_chunks([r.text for r in rows], batch_size=batch_size).float().cpu().numpy()
+        )
         self.write_vectors(rows, vectors, next_doc_rank)
 
     def write_vectors(self, rows: list[StoredRow], vectors: np.ndarray, next_doc_rank: int) -> None:
         """Upsert rows (from :func:`~qrag_integrations.stores.rows.plan_rows`) with vectors already
         made by this model's chunk encoder (e.g. read from a cache; nothing checks them)."""
         if vectors.shape != (len(rows), self.embedding_dim):
-            raise QRAGError(f"expected vectors of shape ({len(rows)}, {self.embedding_dim}), got {vectors.shape}")
+            raise QRAGError(
+                f"expected vectors of shape ({len(rows)}, {self.embedding_dim}), got {vectors.shape}"
+            )
         for start in range(0, len(rows), _PAGE):
             self.client.upsert(
                 self.collection_name,
                 points=[
-                    models.PointStruct(id=point_id(r.id), vector=v.tolist(), payload={CONTENT: r.text, METADATA: r.metadata})
+                    models.PointStruct(
+                        id=point_id(r.id),
+                        vector=v.tolist(),
+                        payload={CONTENT: r.text, METADATA: r.metadata},
+                    )
                     for r, v in zip(rows[start : start + _PAGE], vectors[start : start + _PAGE])
                 ],
                 wait=True,
@@ -295,7 +358,9 @@ class QdrantSource:
     def _bump(self, metadata: dict[str, Any]) -> None:
         """Record a write: one more generation, plus ``metadata``."""
         generation = int(self._metadata().get(META_GENERATION, 0)) + 1
-        self.client.update_collection(self.collection_name, metadata={**metadata, META_GENERATION: generation})
+        self.client.update_collection(
+            self.collection_name, metadata={**metadata, META_GENERATION: generation}
+        )
 
 
 class _CountLayout:
@@ -307,12 +372,26 @@ class _CountLayout:
     def ranks(self, keys: np.ndarray) -> np.ndarray:
         out = []
         for doc_rank, order in np.asarray(keys, dtype=np.int64).reshape(-1, 2).tolist():
-            before = models.Filter(should=[
-                models.FieldCondition(key=_field(KEY_DOC_RANK), range=models.Range(lt=doc_rank)),
-                models.Filter(must=[
-                    models.FieldCondition(key=_field(KEY_DOC_RANK), match=models.MatchValue(value=doc_rank)),
-                    models.FieldCondition(key=_field(KEY_ORDER), range=models.Range(lt=order)),
-                ]),
-            ])
-            out.append(self.source.client.count(self.source.collection_name, count_filter=_and(self.filter, before), exact=True).count)
+            before = models.Filter(
+                should=[
+                    models.FieldCondition(
+                        key=_field(KEY_DOC_RANK), range=models.Range(lt=doc_rank)
+                    ),
+                    models.Filter(
+                        must=[
+                            models.FieldCondition(
+                                key=_field(KEY_DOC_RANK), match=models.MatchValue(value=doc_rank)
+                            ),
+                            models.FieldCondition(
+                                key=_field(KEY_ORDER), range=models.Range(lt=order)
+                            ),
+                        ]
+                    ),
+                ]
+            )
+            out.append(
+                self.source.client.count(
+                    self.source.collection_name, count_filter=_and(self.filter, before), exact=True
+                ).count
+            )
         return np.asarray(out, dtype=np.int64)

@@ -24,7 +24,11 @@ from qrag_integrations.core.index import Chunk
 from qrag_integrations.core.model import QRAGModel
 
 KEY_ID, KEY_DOC_ID, KEY_ORDER, KEY_DOC_RANK, KEY_FINGERPRINT = (
-    "qrag_id", "qrag_doc_id", "qrag_order", "qrag_doc_rank", "qrag_fingerprint"
+    "qrag_id",
+    "qrag_doc_id",
+    "qrag_order",
+    "qrag_doc_rank",
+    "qrag_fingerprint",
 )
 #: Metadata keys reserved for Q-RAG in stored points.
 RESERVED_KEYS = (KEY_ID, KEY_DOC_ID, KEY_ORDER, KEY_DOC_RANK, KEY_FINGERPRINT)
@@ -86,7 +90,12 @@ def plan_rows(
         The rows and the next free document rank.
     """
     n = len(texts)
-    for name, seq in (("metadatas", metadatas), ("ids", ids), ("doc_ids", doc_ids), ("orders", orders)):
+    for name, seq in (
+        ("metadatas", metadatas),
+        ("ids", ids),
+        ("doc_ids", doc_ids),
+        ("orders", orders),
+    ):
         if seq is not None and len(seq) != n:
             raise QRAGError(f"{name} has {len(seq)} entries for {n} texts")
     ids = [str(i) for i in ids] if ids is not None else [uuid.uuid4().hex for _ in range(n)]
@@ -107,7 +116,15 @@ def plan_rows(
         check_user_metadata(meta)
         order = int(orders[i]) if orders is not None else next_order[d]
         next_order[d] = max(next_order[d], order + 1)
-        meta.update({KEY_ID: ids[i], KEY_DOC_ID: d, KEY_ORDER: order, KEY_DOC_RANK: ranks[d], KEY_FINGERPRINT: fingerprint})
+        meta.update(
+            {
+                KEY_ID: ids[i],
+                KEY_DOC_ID: d,
+                KEY_ORDER: order,
+                KEY_DOC_RANK: ranks[d],
+                KEY_FINGERPRINT: fingerprint,
+            }
+        )
         rows.append(StoredRow(ids[i], text, meta))
     return rows, next_doc_rank
 
@@ -124,7 +141,9 @@ class StoreWriter(Protocol):
     def existing(self, ids: Sequence[str]) -> list[str]:
         """Those of ``ids`` already in the store."""
 
-    def write(self, rows: list[StoredRow], model: QRAGModel, batch_size: int, next_doc_rank: int) -> None:
+    def write(
+        self, rows: list[StoredRow], model: QRAGModel, batch_size: int, next_doc_rank: int
+    ) -> None:
         """Embed the rows with the chunk encoder and write them through the store's own API."""
 
 
@@ -152,10 +171,20 @@ def ingest(
         validation.check_unicode(text, f"text {i}")
     if ids is not None:
         ids = validation.check_chunk_ids(ids)
-    if metadatas is not None and any(m is not None and not isinstance(m, Mapping) for m in metadatas):
+    if metadatas is not None and any(
+        m is not None and not isinstance(m, Mapping) for m in metadatas
+    ):
         raise QRAGError("metadata must be a dict per text")
-    rows, next_rank = plan_rows(texts, model_fingerprint(model), writer.doc_info, writer.next_doc_rank(),
-                                metadatas, ids, doc_ids, orders)
+    rows, next_rank = plan_rows(
+        texts,
+        model_fingerprint(model),
+        writer.doc_info,
+        writer.next_doc_rank(),
+        metadatas,
+        ids,
+        doc_ids,
+        orders,
+    )
     clash = writer.existing([r.id for r in rows])
     if clash:
         raise QRAGError(f"ids already in the store: {clash[:5]} (delete them first)")
@@ -164,7 +193,9 @@ def ingest(
     return [r.id for r in rows]
 
 
-def row_chunk(text: str, metadata: Mapping[str, Any], fingerprint: str, where: str) -> tuple[Chunk, tuple[int, int]]:
+def row_chunk(
+    text: str, metadata: Mapping[str, Any], fingerprint: str, where: str
+) -> tuple[Chunk, tuple[int, int]]:
     """The chunk and document-order key of a stored point, its encoder checked.
 
     Raises:
@@ -182,7 +213,9 @@ def row_chunk(text: str, metadata: Mapping[str, Any], fingerprint: str, where: s
             f"{str(metadata[KEY_FINGERPRINT])[:12]}..., this model's {fingerprint[:12]}...); re-ingest it with this model"
         )
     user = {k: v for k, v in metadata.items() if k not in RESERVED_KEYS}
-    chunk = Chunk(str(metadata[KEY_ID]), text, user, str(metadata[KEY_DOC_ID]), int(metadata[KEY_ORDER]))
+    chunk = Chunk(
+        str(metadata[KEY_ID]), text, user, str(metadata[KEY_DOC_ID]), int(metadata[KEY_ORDER])
+    )
     return chunk, (int(metadata[KEY_DOC_RANK]), int(metadata[KEY_ORDER]))
 
 

@@ -133,7 +133,9 @@ class _StoreSet:
         check, with ranks, Q-values, positions."""
         owner = self.owner
         got = owner.source.candidates(state.detach().float().cpu().numpy(), want, self.filter)
-        if got.vectors.ndim != 2 or (len(got.chunks) and got.vectors.shape[1] != owner.model.embedding_dim):
+        if got.vectors.ndim != 2 or (
+            len(got.chunks) and got.vectors.shape[1] != owner.model.embedding_dim
+        ):
             raise IndexMismatchError(
                 f"the store returned vectors of shape {got.vectors.shape}, the model makes {owner.model.embedding_dim}"
             )
@@ -142,11 +144,15 @@ class _StoreSet:
         keep = [i for i in unpicked if self._admits(got.chunks[i])]
         chunks = [got.chunks[i] for i in keep]
         ranks = self.layout.ranks(got.keys[keep].reshape(-1, 2))
-        vectors = torch.from_numpy(np.ascontiguousarray(got.vectors[keep], dtype=np.float32)).to(owner.model.device)
+        vectors = torch.from_numpy(np.ascontiguousarray(got.vectors[keep], dtype=np.float32)).to(
+            owner.model.device
+        )
         q, positions = score_at_positions(owner.model, state, vectors, ranks, self.n, picked)
         return _Scored(chunks, ranks, q.cpu(), positions, len(unpicked) - len(keep))
 
-    def best(self, searcher: MultiStepSearcher, state: torch.Tensor, picked: list[int]) -> tuple[int, float, int] | None:
+    def best(
+        self, searcher: MultiStepSearcher, state: torch.Tensor, picked: list[int]
+    ) -> tuple[int, float, int] | None:
         owner = self.owner
         want = min(self.n, owner.candidates_per_step + len(picked))
         found = self._scored(state, want, picked)
@@ -155,7 +161,9 @@ class _StoreSet:
         if not found.chunks:
             if found.outside:
                 return None  # the store matches more, but nothing inside the filter is left
-            raise QRAGError("the store returned no unpicked candidate (was it changed during the search?)")
+            raise QRAGError(
+                "the store returned no unpicked candidate (was it changed during the search?)"
+            )
         chunks, ranks, q, positions = found.chunks, found.ranks, found.q, found.positions
         i = _arg_max(q, ranks)
         rank = int(ranks[i])
@@ -179,7 +187,11 @@ class StoreSearcher:
     """Q-RAG's greedy multi-step search over a :class:`CandidateSource`."""
 
     def __init__(
-        self, model: QRAGModel, source: CandidateSource, candidates_per_step: int = 64, check_exact: bool = False
+        self,
+        model: QRAGModel,
+        source: CandidateSource,
+        candidates_per_step: int = 64,
+        check_exact: bool = False,
     ) -> None:
         """Search ``source`` with ``model``.
 
@@ -203,7 +215,11 @@ class StoreSearcher:
         self._searcher = MultiStepSearcher(model, ChunkIndex(model.embedding_dim))
 
     def search(
-        self, queries: Sequence[str], k: int, stop_threshold: float | None = None, filter: Any = None
+        self,
+        queries: Sequence[str],
+        k: int,
+        stop_threshold: float | None = None,
+        filter: Any = None,
     ) -> list[list[Hit]]:
         """Search several questions (same arguments and results as
         :meth:`MultiStepSearcher.search <qrag_integrations.core.search.MultiStepSearcher.search>`).

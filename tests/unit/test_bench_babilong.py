@@ -12,9 +12,15 @@ import torch
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
 
-from embedding_cache import CacheError, PoolEmbedder, cached_chunk_embeddings, pool_embedder  # noqa: E402
+from embedding_cache import CacheError, PoolEmbedder, cached_chunk_embeddings, pool_embedder
 
-TEXTS = ["the cat sat.", "mary went to the kitchen.", "a dog is red.", "the sky is blue.", "the cat sat."]
+TEXTS = [
+    "the cat sat.",
+    "mary went to the kitchen.",
+    "a dog is red.",
+    "the sky is blue.",
+    "the cat sat.",
+]
 
 
 @pytest.fixture
@@ -78,10 +84,14 @@ def _nan_values(entry: Path) -> None:
 
 
 def _pickle_instead(entry: Path) -> None:
-    torch.save({"embeddings": torch.zeros(3)}, entry / "embeddings.safetensors")  # a pickle, never loaded
+    torch.save(
+        {"embeddings": torch.zeros(3)}, entry / "embeddings.safetensors"
+    )  # a pickle, never loaded
 
 
-@pytest.mark.parametrize("damage", [_corrupt_weights, _wrong_rows, _not_a_manifest, _nan_values, _pickle_instead])
+@pytest.mark.parametrize(
+    "damage", [_corrupt_weights, _wrong_rows, _not_a_manifest, _nan_values, _pickle_instead]
+)
 def test_a_damaged_entry_is_refused_with_its_path_and_left_alone(model, tmp_path, damage):
     cached_chunk_embeddings(model, TEXTS, tmp_path)
     [entry] = _entries(tmp_path)
@@ -112,39 +122,91 @@ def test_tiny_benchmark_run(tiny_bert_dir, tmp_path):
     from babilong_report import report
 
     out = tmp_path / "result.json"
-    argv = ["--tasks", "qa1,qa2", "--lengths", "1000,2000", "--n", "2", "--ruler", "niah_single,niah_multivalue",
-            "--ruler-lengths", "1000", "--ruler-n", "2", "--base", str(tiny_bert_dir), "--checkpoint",
-            f"tiny={tiny_bert_dir}", "--cache-dir", str(tmp_path / "cache"), "--out", str(out)]
+    argv = [
+        "--tasks",
+        "qa1,qa2",
+        "--lengths",
+        "1000,2000",
+        "--n",
+        "2",
+        "--ruler",
+        "niah_single,niah_multivalue",
+        "--ruler-lengths",
+        "1000",
+        "--ruler-n",
+        "2",
+        "--base",
+        str(tiny_bert_dir),
+        "--checkpoint",
+        f"tiny={tiny_bert_dir}",
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "--out",
+        str(out),
+    ]
     result = bench_babilong.main(argv)
     assert json.loads(out.read_text()) == json.loads(json.dumps(result))
     assert out.with_suffix(".png").stat().st_size > 0
-    assert result["methods"] == {"tiny": "multi-step", "untrained": "multi-step", "dense": "dense", "bm25": "bm25"}
+    assert result["methods"] == {
+        "tiny": "multi-step",
+        "untrained": "multi-step",
+        "dense": "dense",
+        "bm25": "bm25",
+    }
     assert [(c["suite"], c["task"], c["tokens"]) for c in result["cells"]] == [
-        ("babilong", "qa1", 1000), ("babilong", "qa2", 1000), ("babilong", "qa1", 2000), ("babilong", "qa2", 2000),
-        ("ruler", "niah_single", 1000), ("ruler", "niah_multivalue", 1000)]
+        ("babilong", "qa1", 1000),
+        ("babilong", "qa2", 1000),
+        ("babilong", "qa1", 2000),
+        ("babilong", "qa2", 2000),
+        ("ruler", "niah_single", 1000),
+        ("ruler", "niah_multivalue", 1000),
+    ]
     for cell in result["cells"]:
         for name, row in cell["methods"].items():
             assert 0 <= row["em@facts"] <= row["em@budget"] <= 1 and 0 <= row["recall@budget"] <= 1
             assert ("stop" in row) == (name == "tiny")
-            if name in ("tiny", "untrained", "dense"):  # only story sentences and needles are embedded
+            if name in (
+                "tiny",
+                "untrained",
+                "dense",
+            ):  # only story sentences and needles are embedded
                 assert row["embedded_per_sample"] < cell["chunks"]
     # the checkpoint and the default share the tiny encoder: one pool embedding, read back once
     assert [i["cache_hit"] for i in result["pool_embedding"].values()] == [False, True]
     assert "| tiny |" in report(result) and "niah_multivalue" in report(result)
     again = bench_babilong.main([*argv, "--no-plot"])
     assert all(i["cache_hit"] for i in again["pool_embedding"].values())
-    assert again["cells"][0]["methods"]["tiny"]["em@budget"] == result["cells"][0]["methods"]["tiny"]["em@budget"]
+    assert (
+        again["cells"][0]["methods"]["tiny"]["em@budget"]
+        == result["cells"][0]["methods"]["tiny"]["em@budget"]
+    )
 
 
 def test_merge_replaces_cells_of_the_same_suite_task_and_length():
     from babilong_report import merge
 
     def run(cells, seed=1, command="a"):
-        return {"seed": seed, "steps": 6, "methods": {"m": "bm25"}, "stop_thresholds": [], "command": command,
-                "seconds": 1.0, "cells": [{"suite": "babilong", "task": t, "tokens": n, "n": k} for t, n, k in cells]}
+        return {
+            "seed": seed,
+            "steps": 6,
+            "methods": {"m": "bm25"},
+            "stop_thresholds": [],
+            "command": command,
+            "seconds": 1.0,
+            "cells": [{"suite": "babilong", "task": t, "tokens": n, "n": k} for t, n, k in cells],
+        }
 
-    merged = merge([run([("qa1", 1000, 100), ("qa1", 10**6, 25)]), run([("qa1", 10**6, 100), ("qa2", 10**6, 100)], command="b")])
-    assert [(c["task"], c["tokens"], c["n"]) for c in merged["cells"]] == [("qa1", 1000, 100), ("qa1", 10**6, 100), ("qa2", 10**6, 100)]
+    merged = merge(
+        [
+            run([("qa1", 1000, 100), ("qa1", 10**6, 25)]),
+            run([("qa1", 10**6, 100), ("qa2", 10**6, 100)], command="b"),
+        ]
+    )
+    assert [(c["task"], c["tokens"], c["n"]) for c in merged["cells"]] == [
+        ("qa1", 1000, 100),
+        ("qa1", 10**6, 100),
+        ("qa2", 10**6, 100),
+    ]
     assert merged["commands"] == ["a", "b"] and merged["seconds"] == 2.0
     with pytest.raises(ValueError, match="seed"):
         merge([run([]), run([], seed=2)])
@@ -153,12 +215,29 @@ def test_merge_replaces_cells_of_the_same_suite_task_and_length():
 def test_baselines_can_be_left_out_or_chosen(tiny_bert_dir, tmp_path):
     import bench_babilong
 
-    argv = ["--tasks", "qa1", "--lengths", "1000", "--n", "2", "--ruler", "", "--base", str(tiny_bert_dir),
-            "--checkpoint", f"tiny={tiny_bert_dir}", "--cache-dir", str(tmp_path / "cache"), "--no-plot"]
+    argv = [
+        "--tasks",
+        "qa1",
+        "--lengths",
+        "1000",
+        "--n",
+        "2",
+        "--ruler",
+        "",
+        "--base",
+        str(tiny_bert_dir),
+        "--checkpoint",
+        f"tiny={tiny_bert_dir}",
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "--no-plot",
+    ]
     alone = bench_babilong.main([*argv, "--baselines", "", "--out", str(tmp_path / "a.json")])
     assert alone["methods"] == {"tiny": "multi-step"}
     assert list(alone["cells"][0]["methods"]) == ["tiny"]
-    some = bench_babilong.main([*argv, "--baselines", "bm25,dense", "--out", str(tmp_path / "b.json")])
+    some = bench_babilong.main(
+        [*argv, "--baselines", "bm25,dense", "--out", str(tmp_path / "b.json")]
+    )
     assert some["methods"] == {"tiny": "multi-step", "dense": "dense", "bm25": "bm25"}
     with pytest.raises(SystemExit, match="unknown baseline.*bm52"):
         bench_babilong.main([*argv, "--baselines", "bm52"])

@@ -14,19 +14,42 @@ assert _SPEC is not None and _SPEC.loader is not None
 search_report = importlib.util.module_from_spec(_SPEC)
 _SPEC.loader.exec_module(search_report)
 
-LAT = {"t_enc": 0.0145, "t_enc_states": 0.0557, "t_faiss_search": 0.0005, "t_single": 0.015, "t_qrag": 0.0605,
-       "ratio_total": 4.03, "target_bound": 0.0818, "target_pass": True, "target_bound_measured_states": 0.0939,
-       "target_pass_measured_states": True, "t_qrag_scan_direct": 0.0025, "other_processes_busy_cores": 1.01}
+LAT = {
+    "t_enc": 0.0145,
+    "t_enc_states": 0.0557,
+    "t_faiss_search": 0.0005,
+    "t_single": 0.015,
+    "t_qrag": 0.0605,
+    "ratio_total": 4.03,
+    "target_bound": 0.0818,
+    "target_pass": True,
+    "target_bound_measured_states": 0.0939,
+    "target_pass_measured_states": True,
+    "t_qrag_scan_direct": 0.0025,
+    "other_processes_busy_cores": 1.01,
+}
 RESULT = {
     "n": 3000,
     "single": {**LAT, "t_qrag_scan": 0.0168, "ratio_scan": 33.6, "ratio_scan_direct": 5.0},
     "batched": {**LAT, "target_pass": False, "other_processes_busy_cores": None},
-    "memory": {"index_nbytes_per_chunk": 1552.0, "embedding_bytes_per_chunk": 1536,
-               "nbytes_over_embedding": 0.0104, "target_nbytes_le_embedding_plus_10pct": True,
-               "rss_delta_per_chunk": 3096.6, "peak_rss_delta_per_chunk_during_build": None,
-               "python_objects_per_chunk_estimate": 400.5, "mean_text_chars": 91.9},
-    "fp16": {"index_nbytes_per_chunk": 784.0, "t_qrag": 0.0759, "t_qrag_fp32_same_run": 0.0848,
-             "ratio_fp16_over_fp32": 0.89, "ratio_total": 5.51, "target_pass": False},
+    "memory": {
+        "index_nbytes_per_chunk": 1552.0,
+        "embedding_bytes_per_chunk": 1536,
+        "nbytes_over_embedding": 0.0104,
+        "target_nbytes_le_embedding_plus_10pct": True,
+        "rss_delta_per_chunk": 3096.6,
+        "peak_rss_delta_per_chunk_during_build": None,
+        "python_objects_per_chunk_estimate": 400.5,
+        "mean_text_chars": 91.9,
+    },
+    "fp16": {
+        "index_nbytes_per_chunk": 784.0,
+        "t_qrag": 0.0759,
+        "t_qrag_fp32_same_run": 0.0848,
+        "ratio_fp16_over_fp32": 0.89,
+        "ratio_total": 5.51,
+        "target_pass": False,
+    },
 }
 
 EXPECTED = """

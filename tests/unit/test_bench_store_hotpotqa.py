@@ -14,9 +14,25 @@ def test_tiny_store_hotpotqa_run(tiny_bert_dir: Path, tmp_path: Path) -> None:
     import bench_store_hotpotqa
 
     out = tmp_path / "store_hotpotqa.json"
-    argv = ["--checkpoint", str(tiny_bert_dir), "--limit", "3", "--candidates", "1,64", "--steps", "4",
-            "--questions", "2", "--check-exact", "--check-limit", "1", "--qdrant-path", str(tmp_path / "q"),
-            "--out", str(out)]
+    argv = [
+        "--checkpoint",
+        str(tiny_bert_dir),
+        "--limit",
+        "3",
+        "--candidates",
+        "1,64",
+        "--steps",
+        "4",
+        "--questions",
+        "2",
+        "--check-exact",
+        "--check-limit",
+        "1",
+        "--qdrant-path",
+        str(tmp_path / "q"),
+        "--out",
+        str(out),
+    ]
     result = bench_store_hotpotqa.main(argv)
     assert json.loads(out.read_text()) == json.loads(json.dumps(result))
     assert result["split"] == "val" and result["questions"] == 2 and result["pool_questions"] == 3
@@ -25,4 +41,7 @@ def test_tiny_store_hotpotqa_run(tiny_bert_dir: Path, tmp_path: Path) -> None:
     assert covering["same_picks"] == covering["recall_exact"] == covering["exact_rate"] == 1.0
     assert (covering["em@2"], covering["em@4"]) == (exact["em@2"], exact["em@4"])
     assert 0.0 <= narrow["exact_rate"] <= 1.0 and 0.0 <= narrow["recall_exact"] <= 1.0
-    assert all(r["seconds_mean"] > 0 for r in (covering, narrow, exact)) and result["layout_seconds"] >= 0
+    assert (
+        all(r["seconds_mean"] > 0 for r in (covering, narrow, exact))
+        and result["layout_seconds"] >= 0
+    )

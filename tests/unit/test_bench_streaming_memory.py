@@ -17,8 +17,22 @@ def test_tiny_streaming_memory_run(tiny_bert_dir: Path, tmp_path: Path) -> None:
     import bench_streaming_memory
 
     out = tmp_path / "memory.json"
-    argv = ["--sizes", "6,13", "--baseline-sizes", "13", "--shard-rows", "5", "--batch-size", "4",
-            "--checkpoint", str(tiny_bert_dir), "--workdir", str(tmp_path / "work"), "--out", str(out)]
+    argv = [
+        "--sizes",
+        "6,13",
+        "--baseline-sizes",
+        "13",
+        "--shard-rows",
+        "5",
+        "--batch-size",
+        "4",
+        "--checkpoint",
+        str(tiny_bert_dir),
+        "--workdir",
+        str(tmp_path / "work"),
+        "--out",
+        str(out),
+    ]
     result = bench_streaming_memory.main(argv)
     assert json.loads(out.read_text()) == json.loads(json.dumps(result))
     small, large = result["sizes"]
@@ -26,14 +40,23 @@ def test_tiny_streaming_memory_run(tiny_bert_dir: Path, tmp_path: Path) -> None:
     assert (small["streaming"]["shards"], large["streaming"]["shards"]) == (2, 3)
     assert "qdrant_from_cache" in large and "qdrant_from_cache" not in small
     assert large["qdrant_from_cache"]["points"] == 13
-    assert large["in_memory"]["embeddings_bytes"] == 13 * 32 * 4 and result["arithmetic"]["dim"] == 32
-    runs = [small["streaming"], large["streaming"], large["in_memory"], large["qdrant_from_cache"],
-            result["model_only"]]
+    assert (
+        large["in_memory"]["embeddings_bytes"] == 13 * 32 * 4 and result["arithmetic"]["dim"] == 32
+    )
+    runs = [
+        small["streaming"],
+        large["streaming"],
+        large["in_memory"],
+        large["qdrant_from_cache"],
+        result["model_only"],
+    ]
     # a process that imported torch holds more than 50 MB; the wall time covers the whole process
     assert all(r["peak_rss_bytes"] > 50e6 and r["wall_seconds"] > 0 for r in runs)
     assert large["streaming"]["cache_bytes"] > small["streaming"]["cache_bytes"] > 0
     corpus = (tmp_path / "work" / "corpus-13.txt").read_text(encoding="utf-8").splitlines()
-    assert corpus[:6] == (tmp_path / "work" / "corpus-6.txt").read_text(encoding="utf-8").splitlines()
+    assert (
+        corpus[:6] == (tmp_path / "work" / "corpus-6.txt").read_text(encoding="utf-8").splitlines()
+    )
 
 
 @pytest.mark.parametrize("bad", [["--sizes", "100", "--qdrant-sizes", "50"], ["--sizes", "30000"]])

@@ -34,11 +34,18 @@ def wait_for(paths: list[Path], procs: list[subprocess.Popen], seconds: float) -
         time.sleep(0.05)
 
 
-def test_two_processes_saving_one_path_50_times_each_end_with_one_whole_save(tiny_bert_dir: Path, tmp_path: Path):
+def test_two_processes_saving_one_path_50_times_each_end_with_one_whole_save(
+    tiny_bert_dir: Path, tmp_path: Path
+):
     target = tmp_path / "saved"
     procs = [
-        subprocess.Popen([sys.executable, str(SAVER), str(tiny_bert_dir), str(target), name, str(SAVES)],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ.copy())
+        subprocess.Popen(
+            [sys.executable, str(SAVER), str(tiny_bert_dir), str(target), name, str(SAVES)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=os.environ.copy(),
+        )
         for name in ("A", "B")
     ]
     try:
@@ -65,26 +72,41 @@ def savers(retriever: QRAGRetriever) -> dict[str, Callable[[Path], None]]:
         "retriever": retriever.save,
         "checkpoint": lambda path: save_pretrained(retriever.model, path),
         "index": retriever.index.save,
-        "trainer checkpoint": lambda path: save_run_checkpoint(path, retriever.model, "seed: 0\n", state={"step": 1}),
+        "trainer checkpoint": lambda path: save_run_checkpoint(
+            path, retriever.model, "seed: 0\n", state={"step": 1}
+        ),
     }
 
 
 @pytest.mark.parametrize("kind", ["retriever", "checkpoint", "index", "trainer checkpoint"])
-def test_a_save_waits_for_the_lock_another_process_holds(tiny_bert_dir: Path, tmp_path: Path, monkeypatch, kind):
+def test_a_save_waits_for_the_lock_another_process_holds(
+    tiny_bert_dir: Path, tmp_path: Path, monkeypatch, kind
+):
     retriever = build_retriever(tiny_bert_dir, ["mary went to the kitchen"], k=1)
     save, target = savers(retriever)[kind], tmp_path / "saved"
     save(target)
     before = folder_bytes(target)
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from filelock import FileLock; lock = FileLock(sys.argv[1]); lock.acquire(); "
-                               "print('held', flush=True); time.sleep(60)", str(lock_path(target))],
-        stdout=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-c",
+            (
+                "import sys, time; from filelock import FileLock; lock = FileLock(sys.argv[1]); lock.acquire(); "
+                "print('held', flush=True); time.sleep(60)"
+            ),
+            str(lock_path(target)),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         assert holder.stdout.readline().strip() == "held"
         monkeypatch.setattr(atomic, "LOCK_TIMEOUT_S", 0.5)
         retriever.add_texts(["john went to the garden"], ids=["new"])
-        with pytest.raises(QRAGError, match=r"cannot save to .*saved: another process has held its lock .*\.saved\.lock for 0\.5 s"):
+        with pytest.raises(
+            QRAGError,
+            match=r"cannot save to .*saved: another process has held its lock .*\.saved\.lock for 0\.5 s",
+        ):
             save(target)
         assert folder_bytes(target) == before
     finally:

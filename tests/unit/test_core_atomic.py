@@ -10,7 +10,9 @@ import pytest
 from qrag_integrations.core.atomic import FILE_MODE, SaveKind, atomic_dir, recover_interrupted_save
 from qrag_integrations.core.errors import QRAGError
 
-KIND = SaveKind("test save", frozenset({"manifest.json", "a.txt", "weights.bin"}), "manifest.json", "test")
+KIND = SaveKind(
+    "test save", frozenset({"manifest.json", "a.txt", "weights.bin"}), "manifest.json", "test"
+)
 
 
 def write_save(folder, text: str) -> None:
@@ -36,7 +38,10 @@ def test_failure_leaves_previous_folder_and_no_scratch(tmp_path):
         write_save(tmp, "new")
         raise RuntimeError("disk full")
     assert (target / "a.txt").read_text() == "old"
-    assert sorted(p.name for p in tmp_path.iterdir()) == [".out.lock", "out"]  # the lock stays (see atomic.py)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        ".out.lock",
+        "out",
+    ]  # the lock stays (see atomic.py)
 
 
 def test_an_earlier_save_and_an_empty_folder_are_replaced(tmp_path):
@@ -53,10 +58,14 @@ def test_an_earlier_save_and_an_empty_folder_are_replaced(tmp_path):
     ("setup", "message"),
     [
         (lambda t: t.write_text("mine"), r"a file \(4 bytes\)"),
-        (lambda t: (t.mkdir(), (t / "thesis.txt").write_text("mine")),
-         r"a folder that is not a test save \(no manifest.json\); it holds thesis.txt"),
-        (lambda t: (t.mkdir(), write_save(t, "x"), (t / "notes").mkdir()),
-         r"a test save that also holds files it does not write: notes/"),
+        (
+            lambda t: (t.mkdir(), (t / "thesis.txt").write_text("mine")),
+            r"a folder that is not a test save \(no manifest.json\); it holds thesis.txt",
+        ),
+        (
+            lambda t: (t.mkdir(), write_save(t, "x"), (t / "notes").mkdir()),
+            r"a test save that also holds files it does not write: notes/",
+        ),
     ],
     ids=["file", "foreign-folder", "save-with-extra-entry"],
 )
@@ -85,7 +94,10 @@ def test_overwrite_moves_what_is_in_the_way_aside(tmp_path, caplog):
 
 def test_a_file_parent_is_refused(tmp_path):
     (tmp_path / "f").write_text("x")
-    with pytest.raises(QRAGError, match="a parent of it is a file"), atomic_dir(tmp_path / "f" / "out", KIND):
+    with (
+        pytest.raises(QRAGError, match="a parent of it is a file"),
+        atomic_dir(tmp_path / "f" / "out", KIND),
+    ):
         pass
     assert (tmp_path / "f").read_text() == "x"
 

@@ -21,7 +21,12 @@ from qrag_integrations.core.errors import CheckpointError, QRAGError
 from qrag_integrations.core.loading import load_checkpoint_dir, load_model
 from qrag_integrations.core.model import QRAGModel
 
-TEXTS = ["mary went to the kitchen", "where is the football", "a", "john travelled back to the office there"]
+TEXTS = [
+    "mary went to the kitchen",
+    "where is the football",
+    "a",
+    "john travelled back to the office there",
+]
 
 
 def perturb(model: QRAGModel, seed: int, only_trainable: bool = False) -> None:
@@ -49,7 +54,9 @@ def folder_digest(path: Path) -> dict[str, str]:
 
 @pytest.fixture()
 def full_model(tiny_bert_dir: Path) -> QRAGModel:
-    m = QRAGModel.from_base(QRAGConfig(base_model=str(tiny_bert_dir), relative_step=10, extra={"run": "ü-1"}))
+    m = QRAGModel.from_base(
+        QRAGConfig(base_model=str(tiny_bert_dir), relative_step=10, extra={"run": "ü-1"})
+    )
     perturb(m, 0)
     return m.eval()
 
@@ -101,10 +108,14 @@ def test_partial_round_trip(partial_model: QRAGModel, tmp_path: Path) -> None:
     s0, c0 = embeddings(partial_model)
     s1, c1 = embeddings(loaded)
     assert torch.equal(s0, s1) and torch.equal(c0, c1)
-    assert all(torch.equal(v, loaded.state_dict()[k]) for k, v in partial_model.state_dict().items())
+    assert all(
+        torch.equal(v, loaded.state_dict()[k]) for k, v in partial_model.state_dict().items()
+    )
 
 
-def test_manifest_and_model_card(full_model: QRAGModel, tmp_path: Path, tiny_bert_dir: Path) -> None:
+def test_manifest_and_model_card(
+    full_model: QRAGModel, tmp_path: Path, tiny_bert_dir: Path
+) -> None:
     out = tmp_path / "ckpt"
     save_pretrained(full_model, out, card_notes="## Results\nfact EM 0.42")
     manifest = json.loads((out / "qrag_config.json").read_text(encoding="utf-8"))
@@ -148,7 +159,7 @@ def test_partial_weights_stored_in_half_precision(
 
     stored = load_file(str(half / "trained_weights.safetensors"))
     assert all(v.dtype == dtype for v in stored.values())
-    size = lambda p: (p / "trained_weights.safetensors").stat().st_size  # noqa: E731
+    size = lambda p: (p / "trained_weights.safetensors").stat().st_size
     assert size(half) < 0.6 * size(full)
     loaded = load_model(half)
     assert all(p.dtype == torch.float32 for p in loaded.parameters())
@@ -160,7 +171,9 @@ def test_partial_weights_stored_in_half_precision(
     assert torch.allclose(s0, s1, atol=atol) and torch.allclose(c0, c1, atol=atol)
 
 
-def test_overwrite_replaces_folder_whole(full_model: QRAGModel, partial_model: QRAGModel, tmp_path: Path) -> None:
+def test_overwrite_replaces_folder_whole(
+    full_model: QRAGModel, partial_model: QRAGModel, tmp_path: Path
+) -> None:
     out = tmp_path / "ckpt"
     save_pretrained(full_model, out)
     save_pretrained(partial_model, out)
@@ -199,15 +212,22 @@ def test_file_instead_of_folder(tmp_path: Path) -> None:
         load_model(f)
 
 
-PACKAGED_LIST = (r"the packaged ones are packaged:all-MiniLM-L6-v2 \(the default encoder, not trained for Q-RAG\), "
-                 r"packaged:qrag-babi-demo, packaged:qrag-hotpotqa-minilm$")
+PACKAGED_LIST = (
+    r"the packaged ones are packaged:all-MiniLM-L6-v2 \(the default encoder, not trained for Q-RAG\), "
+    r"packaged:qrag-babi-demo, packaged:qrag-hotpotqa-minilm$"
+)
 
 
 @pytest.mark.parametrize(
     ("name", "hint"),
-    [("packaged:no-such-model", ""), ("packaged:qrag-babi-dem", r" \(did you mean 'packaged:qrag-babi-demo'\?\)")],
+    [
+        ("packaged:no-such-model", ""),
+        ("packaged:qrag-babi-dem", r" \(did you mean 'packaged:qrag-babi-demo'\?\)"),
+    ],
 )
-def test_an_unknown_packaged_name_lists_the_packaged_checkpoints(tiny_bert_dir: Path, name: str, hint: str) -> None:
+def test_an_unknown_packaged_name_lists_the_packaged_checkpoints(
+    tiny_bert_dir: Path, name: str, hint: str
+) -> None:
     pattern = rf"^unknown packaged checkpoint '{name}'{hint}; {PACKAGED_LIST}"
     with pytest.raises(CheckpointError, match=pattern):
         load_model(name)
@@ -219,7 +239,9 @@ def test_an_unknown_packaged_name_lists_the_packaged_checkpoints(tiny_bert_dir: 
         QRAGRetriever.from_texts(["a"], checkpoint=name)
 
 
-def test_a_hub_name_that_cannot_load_offline_says_so_in_one_sentence(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_hub_name_that_cannot_load_offline_says_so_in_one_sentence(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(CheckpointError) as caught:
         load_model("someone-qrag-test/no-such-encoder")
@@ -237,7 +259,9 @@ def test_missing_manifest_direct(tmp_path: Path) -> None:
         load_checkpoint_dir(tmp_path / "c")
 
 
-def test_missing_manifest_via_load_model_names_the_file(full_model: QRAGModel, tmp_path: Path) -> None:
+def test_missing_manifest_via_load_model_names_the_file(
+    full_model: QRAGModel, tmp_path: Path
+) -> None:
     """A saved checkpoint that lost qrag_config.json must say so, not that it is a bad HF encoder."""
     out = tmp_path / "ckpt"
     save_pretrained(full_model, out)
@@ -285,7 +309,9 @@ def test_bad_manifest_fields(full_model: QRAGModel, tmp_path: Path, edit, messag
 def test_corrupt_full_safetensors(full_model: QRAGModel, tmp_path: Path) -> None:
     out = tmp_path / "ckpt"
     save_pretrained(full_model, out)
-    (out / "chunk_encoder" / "model.safetensors").write_bytes(b"\x00garbage bytes, not a safetensors file" * 10)
+    (out / "chunk_encoder" / "model.safetensors").write_bytes(
+        b"\x00garbage bytes, not a safetensors file" * 10
+    )
     with pytest.raises(CheckpointError, match=r"chunk_encoder"):
         load_model(out)
 
@@ -308,7 +334,7 @@ def test_partial_with_wrong_keys_or_shapes(partial_model: QRAGModel, tmp_path: P
     save_pretrained(partial_model, out)
     file = out / "trained_weights.safetensors"
     weights = load_file(str(file))
-    key = sorted(weights)[0]
+    key = min(weights)
     save_file({k: v for k, v in weights.items() if k != key}, str(file))
     with pytest.raises(CheckpointError, match="missing"):
         load_model(out)
@@ -323,7 +349,9 @@ def test_missing_encoder_folder(full_model: QRAGModel, tmp_path: Path) -> None:
     out = tmp_path / "ckpt"
     save_pretrained(full_model, out)
     shutil.rmtree(out / "state_encoder")
-    with pytest.raises(CheckpointError, match=r"state_encoder lacks config\.json or model\.safetensors"):
+    with pytest.raises(
+        CheckpointError, match=r"state_encoder lacks config\.json or model\.safetensors"
+    ):
         load_model(out)
 
 

@@ -26,7 +26,9 @@ print(json.dumps({"core": core, "qdrant": qdrant, "retriever": frameworks(), "na
 def test_core_and_trainer_import_no_framework_and_the_retriever_is_lazy() -> None:
     out = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, check=True)
     seen = json.loads(out.stdout.strip().splitlines()[-1])
-    assert seen["core"] == [] and not seen["qdrant"]  # qrag-embed imports qdrant_client only for a Qdrant option
+    assert (
+        seen["core"] == [] and not seen["qdrant"]
+    )  # qrag-embed imports qdrant_client only for a Qdrant option
     assert {"langchain_core", "llama_index"} <= set(seen["retriever"])
     assert seen["name"] == "QRAGRetriever"
 
@@ -36,9 +38,22 @@ def test_public_names_are_pinned() -> None:
     import qrag_integrations
 
     assert qrag_integrations.__all__ == [
-        "CheckpointError", "ChunkIndex", "Hit", "IndexMismatchError", "MultiStepSearcher", "PositionMode",
-        "QRAGConfig", "QRAGError", "QRAGModel", "QRAGRetriever", "SearchSettings", "StateOrder",
-        "__version__", "import_reference_checkpoint", "load_model", "save_pretrained",
+        "CheckpointError",
+        "ChunkIndex",
+        "Hit",
+        "IndexMismatchError",
+        "MultiStepSearcher",
+        "PositionMode",
+        "QRAGConfig",
+        "QRAGError",
+        "QRAGModel",
+        "QRAGRetriever",
+        "SearchSettings",
+        "StateOrder",
+        "__version__",
+        "import_reference_checkpoint",
+        "load_model",
+        "save_pretrained",
     ]
     for name in qrag_integrations.__all__:
         assert getattr(qrag_integrations, name) is not None

@@ -24,7 +24,10 @@ def check_rows(index: ChunkIndex, given: dict[str, torch.Tensor]) -> None:
     snap = index.snapshot()
     assert snap.embeddings.shape == (len(snap.chunks), D)
     for row, chunk in enumerate(snap.chunks):
-        assert torch.equal(snap.embeddings[row], given[chunk.id].to(snap.embeddings.dtype)), (row, chunk.id)
+        assert torch.equal(snap.embeddings[row], given[chunk.id].to(snap.embeddings.dtype)), (
+            row,
+            chunk.id,
+        )
 
 
 def build_two_docs() -> tuple[ChunkIndex, dict[str, torch.Tensor]]:
@@ -132,7 +135,13 @@ def test_snapshots_are_immutable_views() -> None:
 
 
 META = [
-    {"lang": "en", "title": "naïve café ☃ 中文 🙂", "n": 1, "tags": ["x", "ü"], "nested": {"a": [1, 2.5, None, True]}},
+    {
+        "lang": "en",
+        "title": "naïve café ☃ 中文 🙂",
+        "n": 1,
+        "tags": ["x", "ü"],
+        "nested": {"a": [1, 2.5, None, True]},
+    },
     {"lang": "de", "title": "Grüße", "n": 2},
     {},
     {"lang": "fr", "title": "\u202e rtl \u200b", "n": 3, "score": -0.125},
@@ -142,7 +151,13 @@ META = [
 def build_meta_index(dtype: torch.dtype = torch.float32) -> tuple[ChunkIndex, torch.Tensor]:
     index = ChunkIndex(D, dtype=dtype)
     e = emb(4, 11) * 1000  # large values make fp16 rounding visible
-    index.add(["t0 é", "t1\nline", "t2 \"quoted\"", "t3 🙂"], e, metadatas=META, ids=["i0", "i1", "i2", "i3"], doc_ids=["d1", "d1", "d0", "d0"])
+    index.add(
+        ["t0 é", "t1\nline", 't2 "quoted"', "t3 🙂"],
+        e,
+        metadatas=META,
+        ids=["i0", "i1", "i2", "i3"],
+        doc_ids=["d1", "d1", "d0", "d0"],
+    )
     return index, e
 
 
@@ -156,8 +171,10 @@ def test_save_load_round_trip(tmp_path: Path, dtype: torch.dtype) -> None:
     assert loaded.ids == ["i0", "i1", "i2", "i3"]
     a, b = index.snapshot().embeddings, loaded.snapshot().embeddings
     assert a.dtype == b.dtype == dtype
-    assert torch.equal(a.view(torch.int16) if dtype != torch.float32 else a.view(torch.int32),
-                       b.view(torch.int16) if dtype != torch.float32 else b.view(torch.int32))  # bit-exact
+    assert torch.equal(
+        a.view(torch.int16) if dtype != torch.float32 else a.view(torch.int32),
+        b.view(torch.int16) if dtype != torch.float32 else b.view(torch.int32),
+    )  # bit-exact
     manifest = ChunkIndex.read_manifest(tmp_path / "idx")
     assert manifest["size"] == 4 and manifest["model"] == "tiny" and manifest["embedding_dim"] == D
     # document ranks survive: a new chunk of d1 (the first document) sorts before d0's chunks
@@ -192,8 +209,12 @@ def test_load_missing_file(tmp_path: Path, name: str) -> None:
     [
         pytest.param("index.json", b"{broken", id="manifest-json"),
         pytest.param("index.json", b'{"format": "something-else"}', id="manifest-format"),
-        pytest.param("index.json", b'{"format": "qrag-index", "format_version": 1}', id="manifest-no-dim"),
-        pytest.param("embeddings.safetensors", b"\x00\x01not safetensors" * 8, id="embeddings-garbage"),
+        pytest.param(
+            "index.json", b'{"format": "qrag-index", "format_version": 1}', id="manifest-no-dim"
+        ),
+        pytest.param(
+            "embeddings.safetensors", b"\x00\x01not safetensors" * 8, id="embeddings-garbage"
+        ),
         pytest.param("records.jsonl", b'{"id": "i0"\n', id="records-json"),
         pytest.param("records.jsonl", b"\xff\xfe\xfa not utf-8\n", id="records-not-utf8"),
         pytest.param("records.jsonl", b'{"text": "no id"}\n' * 4, id="records-missing-keys"),
@@ -231,7 +252,10 @@ def test_unserialisable_metadata_writes_nothing(tmp_path: Path) -> None:
     with pytest.raises(QRAGError):
         index.save(tmp_path / "idx")
     assert {p.name: p.read_bytes() for p in (tmp_path / "idx").iterdir()} == before
-    assert sorted(p.name for p in tmp_path.iterdir()) == [".idx.lock", "idx"]  # the lock of the first save
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        ".idx.lock",
+        "idx",
+    ]  # the lock of the first save
 
 
 @pytest.mark.parametrize(
@@ -239,7 +263,7 @@ def test_unserialisable_metadata_writes_nothing(tmp_path: Path) -> None:
     [
         pytest.param(lambda: {"obj": object()}, id="object"),
         pytest.param(lambda: {"t": torch.zeros(2)}, id="tensor"),
-        pytest.param(lambda: (lambda d: d.update(me=d) or d)({}), id="circular"),
+        pytest.param(lambda: (lambda d: d.update(me=d) or d)({}), id="circular"),  # noqa: PLC3002 (a dict holding itself)
     ],
 )
 def test_unserialisable_metadata_kinds(tmp_path: Path, bad) -> None:

@@ -15,8 +15,15 @@ from qrag_integrations.core.positions import rotate
 
 def paper_config(tiny_bert_dir: Path, **fields) -> QRAGConfig:
     """The paper's model: mean / 10, relative positions, 64-token budgets, document order."""
-    return QRAGConfig(base_model=str(tiny_bert_dir), normalize=False, position_mode=PositionMode.RELATIVE,
-                      max_state_tokens=64, max_chunk_tokens=64, state_order=StateOrder.DOCUMENT, **fields)
+    return QRAGConfig(
+        base_model=str(tiny_bert_dir),
+        normalize=False,
+        position_mode=PositionMode.RELATIVE,
+        max_state_tokens=64,
+        max_chunk_tokens=64,
+        state_order=StateOrder.DOCUMENT,
+        **fields,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -24,10 +31,14 @@ def model(tiny_bert_dir: Path) -> QRAGModel:
     return QRAGModel.from_base(paper_config(tiny_bert_dir)).eval()
 
 
-def manual_mean_pool(encoder: MeanPoolEncoder, tokenizer, text: str, max_tokens: int, scale: float) -> torch.Tensor:
+def manual_mean_pool(
+    encoder: MeanPoolEncoder, tokenizer, text: str, max_tokens: int, scale: float
+) -> torch.Tensor:
     batch = tokenizer([text], truncation=True, max_length=max_tokens, return_tensors="pt")
     with torch.no_grad():
-        hidden = encoder.model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
+        hidden = encoder.model(
+            input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]
+        ).last_hidden_state
     return hidden[0].mean(0) / scale
 
 
@@ -72,7 +83,10 @@ def test_mean_pooling_ignores_padding(model: QRAGModel) -> None:
     with torch.no_grad():
         alone = model.embed_states([short])[0]
         batched = model.embed_states([long, short])[1]
-        assert model.tokenize([long, short], 64)["attention_mask"][1].sum() < model.tokenize([long, short], 64)["attention_mask"][0].sum()
+        assert (
+            model.tokenize([long, short], 64)["attention_mask"][1].sum()
+            < model.tokenize([long, short], 64)["attention_mask"][0].sum()
+        )
     assert torch.allclose(alone, batched, atol=1e-5)
     # embed_chunks sorts by length internally; rows come back in input order
     texts = ["a", long, "mary went to the kitchen", short, "the"]
@@ -130,20 +144,28 @@ def test_q_values_2d_and_3d_chunks_agree(model: QRAGModel) -> None:
     per_state = torch.stack([pos, pos + 20, pos * 2, torch.zeros_like(pos)])
     q_rows = model.q_values(states, chunks.expand(4, 6, 32), per_state)
     for b in range(4):
-        assert torch.allclose(q_rows[b], model.q_values(states[b : b + 1], chunks, per_state[b])[0], atol=1e-5)
+        assert torch.allclose(
+            q_rows[b], model.q_values(states[b : b + 1], chunks, per_state[b])[0], atol=1e-5
+        )
     assert not torch.allclose(q_rows[1], q2d[1], atol=1e-4)  # positions do change Q
 
 
 def test_none_mode_ignores_positions(tiny_bert_dir: Path) -> None:
-    m = QRAGModel.from_base(QRAGConfig(base_model=str(tiny_bert_dir), position_mode=PositionMode.NONE))
+    m = QRAGModel.from_base(
+        QRAGConfig(base_model=str(tiny_bert_dir), position_mode=PositionMode.NONE)
+    )
     g = torch.Generator().manual_seed(2)
     s, c = torch.randn(2, 32, generator=g), torch.randn(5, 32, generator=g)
     assert torch.allclose(m.q_values(s, c, torch.arange(5) * 7), s @ c.T, atol=1e-6)
 
 
 def test_state_text_document_vs_pick_order(tiny_bert_dir: Path) -> None:
-    doc = QRAGModel.from_base(QRAGConfig(base_model=str(tiny_bert_dir), state_order=StateOrder.DOCUMENT))
-    pick = QRAGModel.from_base(QRAGConfig(base_model=str(tiny_bert_dir), state_order=StateOrder.PICK))
+    doc = QRAGModel.from_base(
+        QRAGConfig(base_model=str(tiny_bert_dir), state_order=StateOrder.DOCUMENT)
+    )
+    pick = QRAGModel.from_base(
+        QRAGConfig(base_model=str(tiny_bert_dir), state_order=StateOrder.PICK)
+    )
     picked = ["third", "first", "second"]
     order = [30, 2, 11]
     assert doc.state_text("q?", picked, order) == "q? [SEP] first [SEP] second [SEP] third"
@@ -151,8 +173,11 @@ def test_state_text_document_vs_pick_order(tiny_bert_dir: Path) -> None:
     # no document keys: pick order either way
     assert doc.state_text("q?", picked) == "q? [SEP] third [SEP] first [SEP] second"
     assert doc.state_text("q?", []) == "q?"
-    sep = QRAGModel.from_base(QRAGConfig(base_model=str(tiny_bert_dir), state_separator=" | ",
-                                         state_order=StateOrder.DOCUMENT))
+    sep = QRAGModel.from_base(
+        QRAGConfig(
+            base_model=str(tiny_bert_dir), state_separator=" | ", state_order=StateOrder.DOCUMENT
+        )
+    )
     assert sep.state_text("q", ["b", "a"], [1, 0]) == "q | a | b"
 
 
@@ -182,7 +207,9 @@ def test_long_and_odd_texts_are_truncated(model: QRAGModel) -> None:
 
 
 def test_state_budget_is_max_state_tokens(tiny_bert_dir: Path) -> None:
-    m = QRAGModel.from_base(QRAGConfig(base_model=str(tiny_bert_dir), max_state_tokens=8, max_chunk_tokens=16))
+    m = QRAGModel.from_base(
+        QRAGConfig(base_model=str(tiny_bert_dir), max_state_tokens=8, max_chunk_tokens=16)
+    )
     text = " ".join(["john"] * 100)
     calls = []
     original = m.tokenize
@@ -209,7 +236,9 @@ def test_trainable_layers_freeze_and_trained_state_dict(tiny_bert_dir: Path) -> 
     trained = m.trained_state_dict()
     assert trained
     assert all(
-        k.startswith(("state_encoder.model.encoder.layer.1.", "chunk_encoder.model.encoder.layer.1."))
+        k.startswith(
+            ("state_encoder.model.encoder.layer.1.", "chunk_encoder.model.encoder.layer.1.")
+        )
         for k in trained
     )
     full = m.state_dict()
@@ -219,7 +248,9 @@ def test_trainable_layers_freeze_and_trained_state_dict(tiny_bert_dir: Path) -> 
 
     m2 = QRAGModel.from_base(QRAGConfig(base_model=str(tiny_bert_dir), trainable_layers=2))
     names = {k for k, p in m2.named_parameters() if p.requires_grad}
-    assert any(".encoder.layer.0." in k for k in names) and any(".encoder.layer.1." in k for k in names)
+    assert any(".encoder.layer.0." in k for k in names) and any(
+        ".encoder.layer.1." in k for k in names
+    )
     assert not any("embeddings" in k for k in names)  # embeddings stay frozen
 
     m_all = QRAGModel.from_base(QRAGConfig(base_model=str(tiny_bert_dir)))
@@ -231,7 +262,12 @@ def test_mismatched_encoders_are_rejected(tiny_bert_dir: Path, tiny_bert_dir_48:
     a, tok = load_base(str(tiny_bert_dir))
     b, _ = load_base(str(tiny_bert_dir_48))
     with pytest.raises(ValueError, match="same embedding size"):
-        QRAGModel(QRAGConfig(base_model=str(tiny_bert_dir)), MeanPoolEncoder(a, 10.0), MeanPoolEncoder(b, 10.0), tok)
+        QRAGModel(
+            QRAGConfig(base_model=str(tiny_bert_dir)),
+            MeanPoolEncoder(a, 10.0),
+            MeanPoolEncoder(b, 10.0),
+            tok,
+        )
 
 
 def test_config_validation() -> None:
@@ -248,14 +284,18 @@ def test_config_validation() -> None:
     ):
         with pytest.raises(ValueError):
             QRAGConfig(**bad)
-    cfg = QRAGConfig(base_model="x", position_mode="absolute", state_order="pick", extra={"run": "é"})
+    cfg = QRAGConfig(
+        base_model="x", position_mode="absolute", state_order="pick", extra={"run": "é"}
+    )
     assert cfg.position_mode is PositionMode.ABSOLUTE and cfg.state_order is StateOrder.PICK
     assert QRAGConfig.from_dict(cfg.to_dict()) == cfg
     with pytest.raises(ValueError, match="bogus"):
         QRAGConfig.from_dict({**cfg.to_dict(), "bogus": 1})
 
 
-def test_untrained_defaults_are_cosine_without_positions_and_long_budgets(tiny_bert_dir: Path) -> None:
+def test_untrained_defaults_are_cosine_without_positions_and_long_budgets(
+    tiny_bert_dir: Path,
+) -> None:
     """The defaults an untrained model gets: unit-length embeddings (Q = cosine), no rotation,
     256-token budgets, picks in pick order."""
     m = QRAGModel.from_base(QRAGConfig(base_model=str(tiny_bert_dir)))

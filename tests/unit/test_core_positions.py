@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -41,13 +42,17 @@ def _reference_relative(
     return result
 
 
-def reference_relative_float32(n: int, picks: list[int], step: int, span: float = 0.9) -> np.ndarray:
+def reference_relative_float32(
+    n: int, picks: list[int], step: int, span: float = 0.9
+) -> np.ndarray:
     """The reference code's loop: float32 storage of ``linspace(0, M, L) + offset`` per segment,
     an empty segment still advances the offset, then an int32 cast (truncation) for the lookup."""
     return _reference_relative(n, picks, step, span, np.float32).astype(np.int32).astype(np.int64)
 
 
-def reference_relative_float64(n: int, picks: list[int], step: int, span: float = 0.9) -> np.ndarray:
+def reference_relative_float64(
+    n: int, picks: list[int], step: int, span: float = 0.9
+) -> np.ndarray:
     """Same loop in float64, unrounded (floor applied by the caller)."""
     return _reference_relative(n, picks, step, span, np.float64)
 
@@ -113,7 +118,9 @@ def test_relative_layout_dtype_is_int64() -> None:
     assert relative_layout(7, [2], 20, 0.9).dtype == np.int64
 
 
-@pytest.mark.parametrize("step,span", [(20, 0.9), (10, 0.9), (7, 0.9), (3, 0.9), (1, 0.9), (20, 1.0), (20, 0.5)])
+@pytest.mark.parametrize(
+    "step,span", [(20, 0.9), (10, 0.9), (7, 0.9), (3, 0.9), (1, 0.9), (20, 1.0), (20, 0.5)]
+)
 def test_relative_layout_matches_reference_loop(step: int, span: float) -> None:
     for n, picks in random_cases(seed=step * 100 + int(span * 10), count=150):
         got = relative_layout(n, picks, step, span)
@@ -184,7 +191,7 @@ def test_relative_runs_equal_layout(step: int, span: float) -> None:
         # runs are maximal: neighbours have different positions (with span 1.0 the last chunk
         # of a segment lands on the next segment's first position, so two runs may touch)
         if int(span * step) < step:
-            for (_, _, p1), (_, _, p2) in zip(runs, runs[1:]):
+            for (_, _, p1), (_, _, p2) in itertools.pairwise(runs):
                 assert p1 != p2
         assert len(runs) <= (int(span * step) + 1) * (len(picks) + 1)
 
@@ -215,7 +222,10 @@ def test_relative_positions_at_subsets() -> None:
 def test_layout_other_modes() -> None:
     assert layout(PositionMode.NONE, 6, [1, 3], 20, 0.9).tolist() == [0] * 6
     assert layout(PositionMode.ABSOLUTE, 6, [1, 3], 20, 0.9).tolist() == [0, 1, 2, 3, 4, 5]
-    assert layout(PositionMode.RELATIVE, 6, [1, 3], 20, 0.9).tolist() == relative_layout(6, [1, 3], 20, 0.9).tolist()
+    assert (
+        layout(PositionMode.RELATIVE, 6, [1, 3], 20, 0.9).tolist()
+        == relative_layout(6, [1, 3], 20, 0.9).tolist()
+    )
     assert layout_runs(PositionMode.NONE, 6, [1], 20, 0.9) == [(0, 6, 0)]
     assert layout_runs(PositionMode.NONE, 0, [], 20, 0.9) == []
     assert layout_runs(PositionMode.ABSOLUTE, 6, [1], 20, 0.9) is None
@@ -264,10 +274,16 @@ def test_rotate_adjoint_identity() -> None:
     assert torch.allclose(lhs, rhs, atol=1e-5)
     # the same holds per half, i.e. per twin head
     h = 16
-    assert torch.allclose((s[:, :h] * rotate(a, p, THETA)[:, :h]).sum(-1),
-                          (rotate(s, p, THETA, inverse=True)[:, :h] * a[:, :h]).sum(-1), atol=1e-5)
-    assert torch.allclose((s[:, h:] * rotate(a, p, THETA)[:, h:]).sum(-1),
-                          (rotate(s, p, THETA, inverse=True)[:, h:] * a[:, h:]).sum(-1), atol=1e-5)
+    assert torch.allclose(
+        (s[:, :h] * rotate(a, p, THETA)[:, :h]).sum(-1),
+        (rotate(s, p, THETA, inverse=True)[:, :h] * a[:, :h]).sum(-1),
+        atol=1e-5,
+    )
+    assert torch.allclose(
+        (s[:, h:] * rotate(a, p, THETA)[:, h:]).sum(-1),
+        (rotate(s, p, THETA, inverse=True)[:, h:] * a[:, h:]).sum(-1),
+        atol=1e-5,
+    )
 
 
 @pytest.mark.parametrize("dim", [8, 32])
@@ -332,7 +348,10 @@ def test_rotate_matches_rotary_embedding_torch_as_reference_uses_it() -> None:
     freqs = torch.einsum("n,f->nf", pos.float(), rot.freqs.float()).repeat_interleave(2, dim=-1)
     half = dim // 2
     expected = torch.cat(
-        [ret.apply_rotary_emb(freqs, x[:, :half], seq_dim=0), ret.apply_rotary_emb(freqs, x[:, half:], seq_dim=0)],
+        [
+            ret.apply_rotary_emb(freqs, x[:, :half], seq_dim=0),
+            ret.apply_rotary_emb(freqs, x[:, half:], seq_dim=0),
+        ],
         dim=-1,
     )
     assert torch.allclose(rotate(x, pos, THETA), expected, atol=1e-5)

@@ -41,7 +41,9 @@ def random_bert(tiny_bert_dir: Path, seed: int) -> dict[str, torch.Tensor]:
     return {k: v.clone() for k, v in bert.state_dict().items()}
 
 
-def critic_dict(state_w: dict[str, torch.Tensor], chunk_w: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+def critic_dict(
+    state_w: dict[str, torch.Tensor], chunk_w: dict[str, torch.Tensor]
+) -> dict[str, torch.Tensor]:
     critic: dict[str, torch.Tensor] = {}
     critic.update({f"state_embed.model.{k}": v for k, v in state_w.items()})
     critic["state_embed.head.weight"] = torch.randn(32, 32)
@@ -55,7 +57,9 @@ def critic_dict(state_w: dict[str, torch.Tensor], chunk_w: dict[str, torch.Tenso
     return critic
 
 
-def reference_yaml(model_name: str, mode: str = "relative", step: int = 20, chunk: int = 64, state: int = 64) -> dict:
+def reference_yaml(
+    model_name: str, mode: str = "relative", step: int = 20, chunk: int = 64, state: int = 64
+) -> dict:
     return {
         "algo": {"model": {"model_name": model_name}, "gamma": 0.99},
         "envs": {
@@ -86,7 +90,12 @@ def full_blob(state_w, chunk_w) -> dict:
     return {
         "critic": critic,
         "critic_optim": {
-            "state": {0: {"step": torch.tensor(3.0), "exp_avg": torch.zeros_like(first, dtype=torch.float32)}},
+            "state": {
+                0: {
+                    "step": torch.tensor(3.0),
+                    "exp_avg": torch.zeros_like(first, dtype=torch.float32),
+                }
+            },
             "param_groups": [{"lr": 5e-5, "betas": (0.9, 0.98), "params": [0]}],
         },
         "step": 50_000,
@@ -95,14 +104,18 @@ def full_blob(state_w, chunk_w) -> dict:
 
 def test_import_gives_both_encoders(tiny_bert_dir: Path, tmp_path: Path, weights) -> None:
     state_w, chunk_w = weights
-    run = write_run(tmp_path / "run", full_blob(state_w, chunk_w), reference_yaml(str(tiny_bert_dir)))
+    run = write_run(
+        tmp_path / "run", full_blob(state_w, chunk_w), reference_yaml(str(tiny_bert_dir))
+    )
     model = import_reference_checkpoint(run)
     got_s = model.state_encoder.model.state_dict()
     got_c = model.chunk_encoder.model.state_dict()
     assert set(got_s) <= set(state_w)
     assert all(torch.equal(got_s[k], state_w[k]) for k in got_s)
     assert all(torch.equal(got_c[k], chunk_w[k]) for k in got_c)
-    assert not torch.equal(got_s["embeddings.word_embeddings.weight"], got_c["embeddings.word_embeddings.weight"])
+    assert not torch.equal(
+        got_s["embeddings.word_embeddings.weight"], got_c["embeddings.word_embeddings.weight"]
+    )
     # the embeddings are the reference forward: masked mean of a BERT with those weights / 10
     bert = BertModel.from_pretrained(tiny_bert_dir)
     bert.load_state_dict(chunk_w)
@@ -122,11 +135,22 @@ def test_import_gives_both_encoders(tiny_bert_dir: Path, tmp_path: Path, weights
 
 def test_import_pt_file_and_last(tiny_bert_dir: Path, tmp_path: Path, weights) -> None:
     state_w, chunk_w = weights
-    run = write_run(tmp_path / "run", {"critic": critic_dict(chunk_w, state_w)}, reference_yaml(str(tiny_bert_dir)), "model_last.pt")
+    run = write_run(
+        tmp_path / "run",
+        {"critic": critic_dict(chunk_w, state_w)},
+        reference_yaml(str(tiny_bert_dir)),
+        "model_last.pt",
+    )
     model = import_reference_checkpoint(run, which="last")
-    assert torch.equal(model.state_encoder.model.state_dict()["pooler.dense.weight"], chunk_w["pooler.dense.weight"])
+    assert torch.equal(
+        model.state_encoder.model.state_dict()["pooler.dense.weight"],
+        chunk_w["pooler.dense.weight"],
+    )
     model2 = import_reference_checkpoint(run / "model_last.pt")
-    assert torch.equal(model2.chunk_encoder.model.state_dict()["pooler.dense.weight"], state_w["pooler.dense.weight"])
+    assert torch.equal(
+        model2.chunk_encoder.model.state_dict()["pooler.dense.weight"],
+        state_w["pooler.dense.weight"],
+    )
     with pytest.raises(CheckpointError, match=r"model_best\.pt is missing"):
         import_reference_checkpoint(run)
 
@@ -141,11 +165,15 @@ def test_bare_critic_state_dict_is_accepted(tiny_bert_dir: Path, tmp_path: Path,
 
 
 def test_config_translation() -> None:
-    cfg = reference_config(reference_yaml("some/encoder", mode="absolute", step=10, chunk=32, state=48))
+    cfg = reference_config(
+        reference_yaml("some/encoder", mode="absolute", step=10, chunk=32, state=48)
+    )
     assert cfg.base_model == "some/encoder"
     assert cfg.position_mode is PositionMode.ABSOLUTE
     assert cfg.relative_step == 10 and cfg.max_chunk_tokens == 32 and cfg.max_state_tokens == 48
-    assert reference_config(reference_yaml("e", mode="random")).position_mode is PositionMode.ABSOLUTE
+    assert (
+        reference_config(reference_yaml("e", mode="random")).position_mode is PositionMode.ABSOLUTE
+    )
     assert reference_config(reference_yaml("e", mode="none")).position_mode is PositionMode.NONE
     assert reference_config(reference_yaml("e"), base_model="override").base_model == "override"
     pick = reference_yaml("e")
@@ -174,13 +202,17 @@ def test_missing_keys(tiny_bert_dir: Path, tmp_path: Path, weights) -> None:
     blob = full_blob(*weights)
     del blob["critic"]["action_embed.model.model.encoder.layer.1.output.dense.weight"]
     run = write_run(tmp_path / "run", blob, reference_yaml(str(tiny_bert_dir)))
-    with pytest.raises(CheckpointError, match=r"action_embed\.model\.model weights do not fit .*missing"):
+    with pytest.raises(
+        CheckpointError, match=r"action_embed\.model\.model weights do not fit .*missing"
+    ):
         import_reference_checkpoint(run)
 
 
 def test_missing_encoder_prefix(tiny_bert_dir: Path, tmp_path: Path, weights) -> None:
     blob = full_blob(*weights)
-    blob["critic"] = {k: v for k, v in blob["critic"].items() if not k.startswith("state_embed.model.")}
+    blob["critic"] = {
+        k: v for k, v in blob["critic"].items() if not k.startswith("state_embed.model.")
+    }
     run = write_run(tmp_path / "run", blob, reference_yaml(str(tiny_bert_dir)))
     with pytest.raises(CheckpointError, match=r"no 'state_embed\.model\.\*' keys"):
         import_reference_checkpoint(run)
@@ -188,9 +220,14 @@ def test_missing_encoder_prefix(tiny_bert_dir: Path, tmp_path: Path, weights) ->
 
 def test_wrong_shapes(tiny_bert_dir: Path, tmp_path: Path, weights) -> None:
     blob = full_blob(*weights)
-    blob["critic"]["state_embed.model.encoder.layer.0.attention.self.query.weight"] = torch.zeros(48, 32)
+    blob["critic"]["state_embed.model.encoder.layer.0.attention.self.query.weight"] = torch.zeros(
+        48, 32
+    )
     run = write_run(tmp_path / "run", blob, reference_yaml(str(tiny_bert_dir)))
-    with pytest.raises(CheckpointError, match=r"encoder\.layer\.0\.attention\.self\.query\.weight has shape \(48, 32\)"):
+    with pytest.raises(
+        CheckpointError,
+        match=r"encoder\.layer\.0\.attention\.self\.query\.weight has shape \(48, 32\)",
+    ):
         import_reference_checkpoint(run)
 
 
@@ -234,10 +271,14 @@ def test_garbage_pt_file(tiny_bert_dir: Path, tmp_path: Path) -> None:
         import_reference_checkpoint(run)
 
 
-def test_imported_model_round_trips_through_save(tiny_bert_dir: Path, tmp_path: Path, weights) -> None:
+def test_imported_model_round_trips_through_save(
+    tiny_bert_dir: Path, tmp_path: Path, weights
+) -> None:
     from qrag_integrations.core.loading import load_model
 
-    run = write_run(tmp_path / "run", full_blob(*weights), reference_yaml(str(tiny_bert_dir), step=10))
+    run = write_run(
+        tmp_path / "run", full_blob(*weights), reference_yaml(str(tiny_bert_dir), step=10)
+    )
     model = import_reference_checkpoint(run)
     model.save_pretrained(str(tmp_path / "converted"))
     loaded = load_model(tmp_path / "converted")

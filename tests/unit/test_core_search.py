@@ -20,27 +20,18 @@ QUERIES = ["where is mary", "what did john give to sandra before he went to the 
 # distinct token lengths, so texts differ to the model whatever its vocabulary
 TEXTS = [f"fact {i} " + "the " * i for i in range(N)]
 MODES = {
-    "relative": dict(position_mode=PositionMode.RELATIVE, relative_step=20),
-    "relative-step4": dict(position_mode=PositionMode.RELATIVE, relative_step=4),
-    "relative-step1": dict(position_mode=PositionMode.RELATIVE, relative_step=1),
-    "absolute": dict(position_mode=PositionMode.ABSOLUTE),
-    "none": dict(position_mode=PositionMode.NONE),
-    "none-anchored": dict(position_mode=PositionMode.NONE, question_weight=0.7),
-    "relative-anchored": dict(position_mode=PositionMode.RELATIVE, relative_step=4, question_weight=0.7),
+    "relative": {"position_mode": PositionMode.RELATIVE, "relative_step": 20},
+    "relative-step4": {"position_mode": PositionMode.RELATIVE, "relative_step": 4},
+    "relative-step1": {"position_mode": PositionMode.RELATIVE, "relative_step": 1},
+    "absolute": {"position_mode": PositionMode.ABSOLUTE},
+    "none": {"position_mode": PositionMode.NONE},
+    "none-anchored": {"position_mode": PositionMode.NONE, "question_weight": 0.7},
+    "relative-anchored": {
+        "position_mode": PositionMode.RELATIVE,
+        "relative_step": 4,
+        "question_weight": 0.7,
+    },
 }
-
-
-@pytest.fixture(scope="module")
-def make_model(tiny_bert_dir: Path):
-    cache: dict[str, QRAGModel] = {}
-
-    def get(mode: str) -> QRAGModel:
-        if mode not in cache:
-            cfg = QRAGConfig(base_model=str(tiny_bert_dir), **MODES[mode])
-            cache[mode] = QRAGModel.from_base(cfg).eval()
-        return cache[mode]
-
-    return get
 
 
 def random_index(n: int = N, seed: int = 0, dtype: torch.dtype = torch.float32) -> ChunkIndex:
@@ -65,7 +56,12 @@ def embed_state(model: QRAGModel, text: str) -> torch.Tensor:
 
 
 def brute_force(
-    model: QRAGModel, index: ChunkIndex, query: str, k: int, rows: list[int] | None = None, threshold: float | None = None
+    model: QRAGModel,
+    index: ChunkIndex,
+    query: str,
+    k: int,
+    rows: list[int] | None = None,
+    threshold: float | None = None,
 ) -> list[tuple[str, int, float, int]]:
     """Per step: state text -> embed_states -> q_values at the current layout -> arg-max over the
     unpicked chunks. Returns (chunk id, step, Q, position) per pick."""
@@ -81,7 +77,9 @@ def brute_force(
         text = model.state_text(query, [chunks[r].text for r in picked], picked_order=picked)
         state = embed_state(model, text)
         if picked:
-            state = (state + cfg.question_weight * embed_state(model, query)) / (1 + cfg.question_weight)
+            state = (state + cfg.question_weight * embed_state(model, query)) / (
+                1 + cfg.question_weight
+            )
         pos = layout(cfg.position_mode, n, picked, cfg.relative_step, cfg.relative_span)
         with torch.no_grad():
             q = model.q_values(state, emb, torch.from_numpy(pos))[0].clone()
@@ -120,8 +118,10 @@ def test_matches_brute_force(make_model, mode: str, block_size: int) -> None:
 
 def test_results_differ_between_position_modes(make_model) -> None:
     index = random_index()
-    picks = {m: [h.chunk.id for h in MultiStepSearcher(make_model(m), index).search(QUERIES[:1], k=6)[0]]
-             for m in ("relative", "absolute", "none")}
+    picks = {
+        m: [h.chunk.id for h in MultiStepSearcher(make_model(m), index).search(QUERIES[:1], k=6)[0]]
+        for m in ("relative", "absolute", "none")
+    }
     assert len({tuple(p) for p in picks.values()}) > 1
 
 
@@ -144,7 +144,9 @@ def test_fp16_index_matches_brute_force_on_same_values(make_model) -> None:
 
 def test_picks_distinct_and_k_beyond_corpus(make_model) -> None:
     for mode in ("relative", "absolute"):
-        results = MultiStepSearcher(make_model(mode), random_index(), SearchSettings(block_size=3)).search(QUERIES, k=50)
+        results = MultiStepSearcher(
+            make_model(mode), random_index(), SearchSettings(block_size=3)
+        ).search(QUERIES, k=50)
         for hits in results:
             ids = [h.chunk.id for h in hits]
             assert len(ids) == N and sorted(ids) == sorted(f"c{i}" for i in range(N))
@@ -216,7 +218,9 @@ def test_second_step_state_contains_first_pick(make_model, monkeypatch: pytest.M
         assert seen[1][b] == model.state_text(query, [first.text])
         assert first.text in seen[1][b]
         rank = {c.id: i for i, c in enumerate(index.snapshot().chunks)}
-        expected_third = model.state_text(query, [first.text, second.text], [rank[first.id], rank[second.id]])
+        expected_third = model.state_text(
+            query, [first.text, second.text], [rank[first.id], rank[second.id]]
+        )
         assert seen[2][b] == expected_third
 
 
@@ -243,9 +247,10 @@ def test_filter_restricts_candidates_and_layout(make_model) -> None:
             assert all(h.chunk.metadata["doc"] == "A" for h in hits)
             assert_same(as_tuples(hits), brute_force(model, index, query, 4, rows=rows))
         everything = searcher.search(QUERIES[:1], k=20, filter=lambda m: m["doc"] == "B")[0]
-        assert sorted(h.chunk.id for h in everything) == sorted(f"c{i}" for i in range(N) if i % 3 == 0)
+        assert sorted(h.chunk.id for h in everything) == sorted(
+            f"c{i}" for i in range(N) if i % 3 == 0
+        )
         assert searcher.search(QUERIES, k=3, filter={"doc": "Z"}) == [[], [], []]
-
 
 
 def test_where_is_the_deprecated_name_of_filter(make_model) -> None:
@@ -253,9 +258,12 @@ def test_where_is_the_deprecated_name_of_filter(make_model) -> None:
     searcher = MultiStepSearcher(make_model("relative"), random_index())
     with pytest.warns(DeprecationWarning, match="use filter="):
         old = searcher.search(QUERIES, k=3, where={"doc": "A"})
-    assert [as_tuples(h) for h in old] == [as_tuples(h) for h in searcher.search(QUERIES, k=3, filter={"doc": "A"})]
+    assert [as_tuples(h) for h in old] == [
+        as_tuples(h) for h in searcher.search(QUERIES, k=3, filter={"doc": "A"})
+    ]
     with pytest.raises(QRAGError, match="filter= only"):
         searcher.search(QUERIES, k=3, filter={"doc": "A"}, where={"doc": "B"})
+
 
 @pytest.mark.parametrize("mode", ["relative", "absolute", "none"])
 def test_faiss_preselection_with_all_candidates_is_exact(make_model, mode: str) -> None:
@@ -274,19 +282,23 @@ def test_faiss_bypassed_for_small_index_and_filters(make_model) -> None:
     model = make_model("relative")
     index = random_index()
     exact = MultiStepSearcher(model, index).search(QUERIES, k=4)
-    small = MultiStepSearcher(model, index, SearchSettings(faiss_candidates=1, faiss_min_size=N + 1)).search(QUERIES, k=4)
+    small = MultiStepSearcher(
+        model, index, SearchSettings(faiss_candidates=1, faiss_min_size=N + 1)
+    ).search(QUERIES, k=4)
     assert [as_tuples(h) for h in small] == [as_tuples(h) for h in exact]
     filtered_exact = MultiStepSearcher(model, index).search(QUERIES, k=4, filter={"doc": "A"})
-    filtered = MultiStepSearcher(model, index, SearchSettings(faiss_candidates=1, faiss_min_size=0)).search(
-        QUERIES, k=4, filter={"doc": "A"}
-    )
+    filtered = MultiStepSearcher(
+        model, index, SearchSettings(faiss_candidates=1, faiss_min_size=0)
+    ).search(QUERIES, k=4, filter={"doc": "A"})
     assert [as_tuples(h) for h in filtered] == [as_tuples(h) for h in filtered_exact]
 
 
 def test_faiss_with_few_candidates_returns_valid_distinct_picks(make_model) -> None:
     model = make_model("relative")
     index = random_index()
-    results = MultiStepSearcher(model, index, SearchSettings(faiss_candidates=2, faiss_min_size=0)).search(QUERIES, k=N)
+    results = MultiStepSearcher(
+        model, index, SearchSettings(faiss_candidates=2, faiss_min_size=0)
+    ).search(QUERIES, k=N)
     for hits in results:
         assert sorted(h.chunk.id for h in hits) == sorted(f"c{i}" for i in range(N))
 
@@ -299,7 +311,9 @@ def test_searcher_sees_index_updates(make_model) -> None:
     for settings in (SearchSettings(), SearchSettings(faiss_candidates=3, faiss_min_size=0)):
         searcher = MultiStepSearcher(model, index, settings)
         first = searcher.search(QUERIES[:1], k=1)[0][0].chunk.id
-        index.add(["the answer"], (state * 100).unsqueeze(0), ids=[f"best-{id(settings)}"], doc_ids=["d"])
+        index.add(
+            ["the answer"], (state * 100).unsqueeze(0), ids=[f"best-{id(settings)}"], doc_ids=["d"]
+        )
         assert searcher.search(QUERIES[:1], k=1)[0][0].chunk.id == f"best-{id(settings)}"
         index.delete([f"best-{id(settings)}"])
         assert searcher.search(QUERIES[:1], k=1)[0][0].chunk.id == first
@@ -322,7 +336,11 @@ def test_untrained_step_one_is_dense_top_one(tiny_bert_dir: Path) -> None:
     """With no Q-RAG training (the default config), the first pick is single-step dense top-1:
     the chunk with the highest cosine between mean-pooled question and chunk embeddings."""
     model = QRAGModel.from_base(QRAGConfig(base_model=str(tiny_bert_dir))).eval()
-    texts = [f"{w} went to the {p}" for w in ("mary", "john", "sandra", "daniel") for p in ("kitchen", "garden", "office")]
+    texts = [
+        f"{w} went to the {p}"
+        for w in ("mary", "john", "sandra", "daniel")
+        for p in ("kitchen", "garden", "office")
+    ]
     index = ChunkIndex(32)
     index.add(texts, model.embed_chunks(texts), ids=[str(i) for i in range(len(texts))])
     queries = ["where is mary", "who went to the garden", "what did john give to sandra", "office"]
@@ -330,11 +348,15 @@ def test_untrained_step_one_is_dense_top_one(tiny_bert_dir: Path) -> None:
     tok = model.tokenizer
     for query, row in zip(queries, hits):
         with torch.no_grad():
+
             def pooled(text: str) -> torch.Tensor:
                 batch = tok([text], return_tensors="pt")
                 return model.state_encoder.model(**batch).last_hidden_state[0].mean(0)
+
             q = pooled(query)
-            cos = torch.stack([torch.nn.functional.cosine_similarity(q, pooled(t), dim=0) for t in texts])
+            cos = torch.stack(
+                [torch.nn.functional.cosine_similarity(q, pooled(t), dim=0) for t in texts]
+            )
         assert row[0].chunk.id == str(int(cos.argmax()))
         assert row[0].q_value == pytest.approx(float(cos.max()), abs=1e-5)
         assert len({h.chunk.id for h in row}) == 3

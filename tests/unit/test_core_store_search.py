@@ -5,14 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from test_core_search import (  # noqa: F401 (fixture)
+from test_core_search import (
     MODES,
     QUERIES,
     N,
     as_tuples,
     assert_same,
     brute_force,
-    make_model,
     random_index,
 )
 
@@ -46,7 +45,9 @@ class IndexSource:
         emb = self.snap.embeddings[torch.from_numpy(rows)].float().numpy()
         top = rows[np.argsort(-(emb @ vector), kind="stable")[:k]]
         keys = np.stack([np.zeros_like(top), top], axis=1)
-        return StoreCandidates([self.snap.chunks[r] for r in top], self.snap.embeddings[top].float().numpy(), keys)
+        return StoreCandidates(
+            [self.snap.chunks[r] for r in top], self.snap.embeddings[top].float().numpy(), keys
+        )
 
 
 @pytest.mark.parametrize("mode", list(MODES))
@@ -68,7 +69,9 @@ def test_few_candidates_exact_whenever_the_arg_max_is_among_them(make_model, mod
     missed = exact_with_few = 0
     for cps in (1, 2, 4, 8, N):
         for query in QUERIES:
-            searcher = StoreSearcher(model, IndexSource(index), candidates_per_step=cps, check_exact=True)
+            searcher = StoreSearcher(
+                model, IndexSource(index), candidates_per_step=cps, check_exact=True
+            )
             hits = searcher.search([query], k=5)[0]
             stats = searcher.stats
             assert stats.steps == stats.exact_checked == 5
@@ -91,7 +94,9 @@ def test_asks_candidates_per_step_plus_picks(make_model) -> None:
 def test_filter_is_passed_through_and_matches_filtered_exact_search(make_model) -> None:
     model, index = make_model("relative-step4"), random_index()
     rows = [i for i in range(N) if i % 3]
-    hits = StoreSearcher(model, IndexSource(index), candidates_per_step=N).search(QUERIES, k=4, filter={"doc": "A"})
+    hits = StoreSearcher(model, IndexSource(index), candidates_per_step=N).search(
+        QUERIES, k=4, filter={"doc": "A"}
+    )
     exact = MultiStepSearcher(model, index).search(QUERIES, k=4, filter={"doc": "A"})
     for query, got, want in zip(QUERIES, hits, exact):
         assert_same(as_tuples(got), brute_force(model, index, query, 4, rows=rows))
@@ -102,12 +107,16 @@ def test_filter_is_passed_through_and_matches_filtered_exact_search(make_model) 
 def test_stop_threshold_and_k_beyond_store(make_model) -> None:
     model, index = make_model("relative"), random_index(n=5)
     searcher = StoreSearcher(model, IndexSource(index), candidates_per_step=2)
-    assert sorted(h.chunk.id for h in searcher.search(QUERIES[:1], k=50)[0]) == [f"c{i}" for i in range(5)]
+    assert sorted(h.chunk.id for h in searcher.search(QUERIES[:1], k=50)[0]) == [
+        f"c{i}" for i in range(5)
+    ]
     exact = brute_force(model, index, QUERIES[0], 5)
     threshold = (exact[1][2] + exact[2][2]) / 2 if exact[1][2] > exact[2][2] else exact[0][2] + 1.0
     full = StoreSearcher(model, IndexSource(index), candidates_per_step=5)
-    assert_same(as_tuples(full.search(QUERIES[:1], k=5, stop_threshold=threshold)[0]),
-                brute_force(model, index, QUERIES[0], 5, threshold=threshold))
+    assert_same(
+        as_tuples(full.search(QUERIES[:1], k=5, stop_threshold=threshold)[0]),
+        brute_force(model, index, QUERIES[0], 5, threshold=threshold),
+    )
 
 
 def test_refuses_bad_settings_and_dimension(make_model) -> None:

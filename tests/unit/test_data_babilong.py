@@ -130,7 +130,9 @@ def test_several_tasks_share_n_and_interleave():
     # each task's episodes are that task's single-task episodes
     assert [e for e in mixed if e.meta["task"] == "qa1"] == babilong_dataset("qa1", 3, 500, seed=3)
     assert [e for e in mixed if e.meta["task"] == "qa3"] == babilong_dataset("qa3", 2, 500, seed=3)
-    assert babilong_dataset(["qa1", "qa2"], 4, 500, seed=3) == babilong_dataset("qa1,qa2", 4, 500, seed=3)
+    assert babilong_dataset(["qa1", "qa2"], 4, 500, seed=3) == babilong_dataset(
+        "qa1,qa2", 4, 500, seed=3
+    )
 
 
 def test_a_task_named_twice_gets_twice_the_share_of_distinct_samples():
@@ -139,14 +141,18 @@ def test_a_task_named_twice_gets_twice_the_share_of_distinct_samples():
     qa2 = [e for e in weighted if e.meta["task"] == "qa2"]
     assert len({e.id for e in qa2}) == 6
     # the same six stories a single-task call draws, not one story twice
-    assert sorted(e.id for e in qa2) == sorted(e.id for e in babilong_dataset("qa2", 6, 500, seed=4))
+    assert sorted(e.id for e in qa2) == sorted(
+        e.id for e in babilong_dataset("qa2", 6, 500, seed=4)
+    )
     assert len({tuple(e.chunks[i] for i in e.support) + (e.question,) for e in qa2}) > 1
 
 
 def test_a_list_of_lengths_cycles_per_task():
     mixed = babilong_dataset("qa1", 4, [250, 1000], seed=2)
     assert [e.meta["target_tokens"] for e in mixed] == [250, 1000, 250, 1000]
-    assert [len(e.chunks) for e in mixed] == [tokens_to_sentences(t) for t in (250, 1000, 250, 1000)]
+    assert [len(e.chunks) for e in mixed] == [
+        tokens_to_sentences(t) for t in (250, 1000, 250, 1000)
+    ]
     assert len({e.id for e in mixed}) == 4
 
 

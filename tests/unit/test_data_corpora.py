@@ -93,7 +93,15 @@ def test_malformed_custom_lines_name_the_line(tmp_path, bad_line, message):
 
 
 def test_registry_dispatch():
-    assert set(DATASET_NAMES) == {"babilong", "ruler", "hotpotqa", "musique", "twowiki", "custom", "mixture"}
+    assert set(DATASET_NAMES) == {
+        "babilong",
+        "ruler",
+        "hotpotqa",
+        "musique",
+        "twowiki",
+        "custom",
+        "mixture",
+    }
     assert len(load_dataset("custom", path=CUSTOM, splitter="sentences")) == 3
     assert len(load_dataset("MuSiQue", path=MUSIQUE)) == 2
     assert len(load_dataset("twowiki", path=TWOWIKI)) == 3

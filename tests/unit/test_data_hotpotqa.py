@@ -42,8 +42,13 @@ def test_validation_slice_is_on_the_training_side_and_not_trained_on(splits):
     one in 25, and "train" does not contain them."""
     val = splits["val"]
     assert len(val) == LIMIT
-    assert all(hash_bucket(e.id) == 1 and hash_bucket(e.id, 25) == 1 and e.meta["split"] == "val" for e in val)
-    assert not {e.id for e in val} & ({e.id for e in splits["train"]} | {e.id for e in splits["eval"]})
+    assert all(
+        hash_bucket(e.id) == 1 and hash_bucket(e.id, 25) == 1 and e.meta["split"] == "val"
+        for e in val
+    )
+    assert not {e.id for e in val} & (
+        {e.id for e in splits["train"]} | {e.id for e in splits["eval"]}
+    )
     everything = load_hotpotqa("all")
     counts = {s: sum(e.meta["split"] == s for e in everything) for s in ("train", "val", "eval")}
     assert sum(counts.values()) == len(everything) == 7405
@@ -60,7 +65,11 @@ def test_trainer_configs_choose_checkpoints_on_val_never_on_the_held_out_bucket(
         preset = compose_config("hotpotqa", [f"preset={name}"])
         assert preset.env.eval.split == "val" and preset.algo.kind == "next_hop"
     gpu = compose_config("hotpotqa", ["preset=hotpotqa_gpu"])
-    assert gpu.device == "cuda" and gpu.algo.questions_per_step == 16 and gpu.model.trainable_layers == 2
+    assert (
+        gpu.device == "cuda"
+        and gpu.algo.questions_per_step == 16
+        and gpu.model.trainable_layers == 2
+    )
 
 
 def test_support_paragraphs_match_supporting_fact_titles(splits, raw_by_id):

@@ -8,12 +8,17 @@ from qrag_training.data import NoisePool, NoiseSource, babilong_dataset, ruler_d
 
 
 def _digest(episodes):
-    return hashlib.sha256(json.dumps([e.to_json() for e in episodes], sort_keys=True).encode()).hexdigest()
+    return hashlib.sha256(
+        json.dumps([e.to_json() for e in episodes], sort_keys=True).encode()
+    ).hexdigest()
 
 
 def test_existing_seeds_give_the_episodes_they_gave_before_pools_existed():
     # digests taken on the commit before NoisePool was added
-    assert _digest(babilong_dataset("qa2", 4, 1000, 7)) == "c74577aa7e00059ea956c9cd7778b7ef18bd7e1cfa1c818c8b00de91412f7bd4"
+    assert (
+        _digest(babilong_dataset("qa2", 4, 1000, 7))
+        == "c74577aa7e00059ea956c9cd7778b7ef18bd7e1cfa1c818c8b00de91412f7bd4"
+    )
     assert _digest(babilong_dataset(["qa1", "qa3"], 4, [1000, 2000], 7)) == (
         "e67b5b2ad2d70c189dbb96882daf2f9ac91dcbec782b2861af42ff09df20bce2"
     )
@@ -46,10 +51,14 @@ def test_babilong_noise_comes_only_from_the_pool_in_pool_order():
         # the same stories (the haystack layout differs: the pool draws its start from the
         # episode generator over a different range)
         assert e.question == p.question and e.supporting_chunks == p.supporting_chunks
-        assert [e.chunks[i] for i in sorted(story)] == [p.chunks[i] for i in sorted(p.meta["story_positions"])]
+        assert [e.chunks[i] for i in sorted(story)] == [
+            p.chunks[i] for i in sorted(p.meta["story_positions"])
+        ]
         noise = [c for i, c in enumerate(e.chunks) if i not in story]
         starts = [i for i in range(n) if pool.sentences[i] == noise[0]]
-        assert any(noise == [pool.sentences[(s + j) % n] for j in range(len(noise))] for s in starts)
+        assert any(
+            noise == [pool.sentences[(s + j) % n] for j in range(len(noise))] for s in starts
+        )
         assert e.meta["noise"] == "mixed-pool"
 
 
@@ -57,7 +66,11 @@ def test_ruler_noise_comes_only_from_the_pool():
     pool = NoiseSource("mixed").pool(500, seed=2)
     pooled = ruler_dataset("niah_multivalue", 3, 4000, seed=5, noise=pool)
     plain = ruler_dataset("niah_multivalue", 3, 4000, seed=5)
-    assert pooled[0].answer == plain[0].answer and pooled[0].support == plain[0].support  # same first draw
+    assert (
+        pooled[0].answer == plain[0].answer and pooled[0].support == plain[0].support
+    )  # same first draw
     for e in pooled:
-        assert len(e.support) == 4 and all(e.chunks[i].startswith("One of the special magic") for i in e.support)
+        assert len(e.support) == 4 and all(
+            e.chunks[i].startswith("One of the special magic") for i in e.support
+        )
         assert all(c in set(pool.sentences) for i, c in enumerate(e.chunks) if i not in e.support)

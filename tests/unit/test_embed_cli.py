@@ -19,8 +19,26 @@ from qrag_integrations.ingest.sharded import read_shards
 from qrag_integrations.stores.qdrant import QdrantSource
 
 REPO = Path(__file__).resolve().parents[2]
-WORDS = "mary john went to the kitchen garden office apple milk football picked up dropped".split()
-TEXTS = [" ".join(WORDS[(5 * i + j) % len(WORDS)] for j in range(3 + i % 5)) + f" {i}." for i in range(11)]
+WORDS = [
+    "mary",
+    "john",
+    "went",
+    "to",
+    "the",
+    "kitchen",
+    "garden",
+    "office",
+    "apple",
+    "milk",
+    "football",
+    "picked",
+    "up",
+    "dropped",
+]
+TEXTS = [
+    " ".join(WORDS[(5 * i + j) % len(WORDS)] for j in range(3 + i % 5)) + f" {i}."
+    for i in range(11)
+]
 
 
 @pytest.fixture(scope="module")
@@ -38,8 +56,20 @@ def keep_threads() -> Iterator[None]:
 
 def args(corpus: Path, ckpt: Path, *extra: str) -> list[str]:
     """``qrag-embed`` arguments: the cache next to the corpus, small shards, one thread."""
-    return [str(corpus), "--cache", str(corpus.parent / "cache"), "--checkpoint", str(ckpt),
-            "--shard-rows", "4", "--batch-size", "3", "--threads", "1", *extra]
+    return [
+        str(corpus),
+        "--cache",
+        str(corpus.parent / "cache"),
+        "--checkpoint",
+        str(ckpt),
+        "--shard-rows",
+        "4",
+        "--batch-size",
+        "3",
+        "--threads",
+        "1",
+        *extra,
+    ]
 
 
 def run(capsys: pytest.CaptureFixture[str], corpus: Path, ckpt: Path, *extra: str) -> list[dict]:
@@ -66,28 +96,35 @@ def write_jsonl(path: Path, rows: list[dict]) -> Path:
     return path
 
 
-def test_txt_corpus_is_embedded_in_shards_and_a_rerun_resumes(tmp_path: Path, model: QRAGModel, tiny_bert_dir: Path,
-                                                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_txt_corpus_is_embedded_in_shards_and_a_rerun_resumes(
+    tmp_path: Path, model: QRAGModel, tiny_bert_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     corpus = tmp_path / "my notes.txt"
-    corpus.write_text("\n".join(TEXTS[:5]) + "\n\n   \n" + "\r\n".join(TEXTS[5:]) + "\n", encoding="utf-8")
+    corpus.write_text(
+        "\n".join(TEXTS[:5]) + "\n\n   \n" + "\r\n".join(TEXTS[5:]) + "\n", encoding="utf-8"
+    )
     [first] = run(capsys, corpus, tiny_bert_dir)
     assert (first["rows"], first["shards"], first["embedded_now"]) == (11, 3, 11)
     folder = Path(first["folder"])
     assert folder.parent == tmp_path / "cache" and folder.name.startswith("my-notes-")
     shards = list(read_shards(folder, model))
     assert [i for s in shards for i in s.ids] == [str(i) for i in range(11)]  # blank lines skipped
-    torch.testing.assert_close(torch.cat([s.embeddings for s in shards]), model.embed_chunks(TEXTS),
-                               rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(
+        torch.cat([s.embeddings for s in shards]), model.embed_chunks(TEXTS), rtol=1e-5, atol=1e-6
+    )
     [again] = run(capsys, corpus, tiny_bert_dir)
     assert (again["folder"], again["rows"], again["embedded_now"]) == (first["folder"], 11, 0)
 
 
-def test_a_changed_corpus_is_refused_with_exit_code_2(tmp_path: Path, tiny_bert_dir: Path,
-                                                      capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_changed_corpus_is_refused_with_exit_code_2(
+    tmp_path: Path, tiny_bert_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     corpus = tmp_path / "c.txt"
     corpus.write_text("\n".join(TEXTS) + "\n", encoding="utf-8")
     run(capsys, corpus, tiny_bert_dir)
-    corpus.write_text("\n".join(TEXTS[:5] + ["someone else's line."] + TEXTS[6:]) + "\n", encoding="utf-8")
+    corpus.write_text(
+        "\n".join(TEXTS[:5] + ["someone else's line."] + TEXTS[6:]) + "\n", encoding="utf-8"
+    )
     err = refused(capsys, args(corpus, tiny_bert_dir))
     assert r"corpus differs from the one cached" in err and "corpus rows 4-7" in err
     err = refused(capsys, args(corpus, tiny_bert_dir, "--shard-rows", "5"))
@@ -95,15 +132,22 @@ def test_a_changed_corpus_is_refused_with_exit_code_2(tmp_path: Path, tiny_bert_
 
 
 def test_jsonl_corpus_goes_to_an_embedded_qdrant_and_a_rerun_writes_nothing(
-        tmp_path: Path, model: QRAGModel, tiny_bert_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, model: QRAGModel, tiny_bert_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     docs = ["d0"] * 6 + ["d1"] * 3 + ["d0"] * 2  # d0 continues after d1, across shards
-    corpus = write_jsonl(tmp_path / "facts.jsonl", [{"text": t, "id": f"c{i}", "doc_id": d}
-                                                    for i, (t, d) in enumerate(zip(TEXTS, docs))])
+    corpus = write_jsonl(
+        tmp_path / "facts.jsonl",
+        [{"text": t, "id": f"c{i}", "doc_id": d} for i, (t, d) in enumerate(zip(TEXTS, docs))],
+    )
     qdrant = str(tmp_path / "qdrant")
-    embedded, stored = run(capsys, corpus, tiny_bert_dir, "--qdrant-path", qdrant, "--collection", "kb")
+    embedded, stored = run(
+        capsys, corpus, tiny_bert_dir, "--qdrant-path", qdrant, "--collection", "kb"
+    )
     assert embedded["embedded_now"] == 11 and embedded["shards"] == 3
     assert (stored["collection"], stored["written_now"], stored["points"]) == ("kb", 11, 11)
-    embedded, stored = run(capsys, corpus, tiny_bert_dir, "--qdrant-path", qdrant, "--collection", "kb")
+    embedded, stored = run(
+        capsys, corpus, tiny_bert_dir, "--qdrant-path", qdrant, "--collection", "kb"
+    )
     assert (embedded["embedded_now"], stored["written_now"], stored["points"]) == (0, 0, 11)
 
     client = QdrantClient(path=qdrant)
@@ -112,17 +156,24 @@ def test_jsonl_corpus_goes_to_an_embedded_qdrant_and_a_rerun_writes_nothing(
         chunks = source.get([f"c{i}" for i in range(11)])
         assert [c.text for c in chunks] == TEXTS
         assert [(c.doc_id, c.order) for c in chunks] == [("d0", i) for i in range(6)] + [
-            ("d1", i) for i in range(3)] + [("d0", 6), ("d0", 7)]
-        retriever = QRAGRetriever.from_store(client, collection_name="kb", model=model, k=2,
-                                             candidates_per_step=11)
+            ("d1", i) for i in range(3)
+        ] + [("d0", 6), ("d0", 7)]
+        retriever = QRAGRetriever.from_store(
+            client, collection_name="kb", model=model, k=2, candidates_per_step=11
+        )
         found = retriever.invoke("where did mary go")
         assert len(found) == 2 and {d.page_content for d in found} <= set(TEXTS)
     finally:
         client.close()
 
 
-def test_jsonl_defaults_and_a_collection_of_another_encoder(tmp_path: Path, tiny_bert_dir: Path, tiny_bert_dir_48: Path,
-                                                           model: QRAGModel, capsys: pytest.CaptureFixture[str]) -> None:
+def test_jsonl_defaults_and_a_collection_of_another_encoder(
+    tmp_path: Path,
+    tiny_bert_dir: Path,
+    tiny_bert_dir_48: Path,
+    model: QRAGModel,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     corpus = write_jsonl(tmp_path / "plain.jsonl", [{"text": t} for t in TEXTS[:6]])
     qdrant = str(tmp_path / "qdrant")
     _, stored = run(capsys, corpus, tiny_bert_dir, "--qdrant-path", qdrant)
@@ -130,8 +181,12 @@ def test_jsonl_defaults_and_a_collection_of_another_encoder(tmp_path: Path, tiny
     client = QdrantClient(path=qdrant)
     try:
         chunks = QdrantSource(client, "plain", model, create=False).get([str(i) for i in range(6)])
-        assert [(c.id, c.doc_id, c.order) for c in chunks] == [(str(i), "plain", i) for i in range(6)]
-        err = refused(capsys, args(corpus, tiny_bert_dir, "--qdrant-path", qdrant))  # held by this client
+        assert [(c.id, c.doc_id, c.order) for c in chunks] == [
+            (str(i), "plain", i) for i in range(6)
+        ]
+        err = refused(
+            capsys, args(corpus, tiny_bert_dir, "--qdrant-path", qdrant)
+        )  # held by this client
         assert f"Qdrant at {qdrant}: " in err and "already accessed" in err
     finally:
         client.close()
@@ -139,15 +194,19 @@ def test_jsonl_defaults_and_a_collection_of_another_encoder(tmp_path: Path, tiny
     assert "Qdrant collection 'plain'" in err
 
 
-@pytest.mark.parametrize(("line", "message"), [
-    ('["text"]', 'line 3: expected a JSON object with a string "text"'),
-    ('{"text": 7}', 'line 3: expected a JSON object with a string "text"'),
-    ('{"text": "a", ', "line 3: not valid JSON"),
-    ('{"text": "  "}', 'line 3: "text" is empty'),
-    ('{"text": "a", "id": [1]}', 'line 3: "id" must be a non-empty string or an integer'),
-])
-def test_a_bad_jsonl_line_is_named(tmp_path: Path, tiny_bert_dir: Path, capsys: pytest.CaptureFixture[str],
-                                   line: str, message: str) -> None:
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ('["text"]', 'line 3: expected a JSON object with a string "text"'),
+        ('{"text": 7}', 'line 3: expected a JSON object with a string "text"'),
+        ('{"text": "a", ', "line 3: not valid JSON"),
+        ('{"text": "  "}', 'line 3: "text" is empty'),
+        ('{"text": "a", "id": [1]}', 'line 3: "id" must be a non-empty string or an integer'),
+    ],
+)
+def test_a_bad_jsonl_line_is_named(
+    tmp_path: Path, tiny_bert_dir: Path, capsys: pytest.CaptureFixture[str], line: str, message: str
+) -> None:
     corpus = tmp_path / "bad.jsonl"
     corpus.write_text(f'{{"text": "one"}}\n\n{line}\n{{"text": "two"}}\n', encoding="utf-8")
     err = refused(capsys, args(corpus, tiny_bert_dir))
@@ -170,14 +229,19 @@ def test_bad_arguments_exit_with_code_2(tmp_path: Path, capsys: pytest.CaptureFi
     assert "unknown corpus suffix '.csv'" in refused(capsys, [str(tmp_path / "c.csv"), *cache])
     (tmp_path / "c.txt").write_text("a\n")
     assert "--collection needs --qdrant-path or --qdrant-url" in refused(
-        capsys, [str(tmp_path / "c.txt"), *cache, "--collection", "kb"])
+        capsys, [str(tmp_path / "c.txt"), *cache, "--collection", "kb"]
+    )
     assert "is not a file" in refused(capsys, [str(tmp_path), *cache])
-    with pytest.raises(SystemExit) as exit_info:  # argparse's own refusals (usage and one error line)
+    with pytest.raises(
+        SystemExit
+    ) as exit_info:  # argparse's own refusals (usage and one error line)
         main([str(tmp_path / "c.txt"), *cache, "--shard-rows", "0"])
     assert exit_info.value.code == 2 and "must be >= 1" in capsys.readouterr().err
     assert not list((tmp_path / "cache").glob("*"))
 
 
 def test_the_command_is_registered() -> None:
-    scripts = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["scripts"]
+    scripts = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"][
+        "scripts"
+    ]
     assert scripts["qrag-embed"] == "qrag_integrations.ingest.cli:main"

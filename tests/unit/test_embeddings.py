@@ -13,7 +13,13 @@ from qrag_integrations.core.errors import QRAGError
 from qrag_integrations.core.model import QRAGModel
 from qrag_integrations.frameworks.embeddings import QRAGEmbeddings, QRAGLlamaEmbedding
 
-TEXTS = ["mary went to the kitchen", "john picked up the apple", "the", "sandra moved to the garden there", "who"]
+TEXTS = [
+    "mary went to the kitchen",
+    "john picked up the apple",
+    "the",
+    "sandra moved to the garden there",
+    "who",
+]
 QUESTION = "where is the apple"
 
 
@@ -31,7 +37,9 @@ def model(tiny_bert_dir: Path) -> QRAGModel:
 def chunk_calls(model: QRAGModel):
     """Batch sizes the chunk encoder sees during the test."""
     sizes: list[int] = []
-    handle = model.chunk_encoder.register_forward_hook(lambda mod, args, out: sizes.append(out.shape[0]))
+    handle = model.chunk_encoder.register_forward_hook(
+        lambda mod, args, out: sizes.append(out.shape[0])
+    )
     yield sizes
     handle.remove()
 
@@ -48,7 +56,9 @@ def test_langchain_embeddings_are_the_models(model: QRAGModel) -> None:
     assert len(docs) == len(TEXTS) and all(len(d) == 32 for d in docs) and len(query) == 32
     assert torch.allclose(torch.tensor(docs), chunks, atol=1e-6)
     assert torch.allclose(torch.tensor(query), state, atol=1e-6)
-    assert not torch.allclose(torch.tensor(query), torch.tensor(emb.embed_documents([QUESTION])[0]), atol=1e-3)
+    assert not torch.allclose(
+        torch.tensor(query), torch.tensor(emb.embed_documents([QUESTION])[0]), atol=1e-3
+    )
     assert asyncio.run(emb.aembed_documents(TEXTS)) == docs
     assert asyncio.run(emb.aembed_query(QUESTION)) == query
 
@@ -74,9 +84,15 @@ def test_llama_index_embedding_is_the_models(model: QRAGModel) -> None:
     assert torch.allclose(torch.tensor(docs), chunks, atol=1e-6)
     assert torch.allclose(torch.tensor(emb.get_query_embedding(QUESTION)), state, atol=1e-6)
     assert torch.allclose(torch.tensor(emb.get_text_embedding(TEXTS[1])), chunks[1], atol=1e-6)
-    assert torch.allclose(torch.tensor(asyncio.run(emb.aget_query_embedding(QUESTION))), state, atol=1e-6)
-    assert torch.allclose(torch.tensor(asyncio.run(emb.aget_text_embedding_batch(TEXTS))), chunks, atol=1e-6)
-    assert torch.allclose(torch.tensor(asyncio.run(emb.aget_text_embedding(TEXTS[0]))), chunks[0], atol=1e-6)
+    assert torch.allclose(
+        torch.tensor(asyncio.run(emb.aget_query_embedding(QUESTION))), state, atol=1e-6
+    )
+    assert torch.allclose(
+        torch.tensor(asyncio.run(emb.aget_text_embedding_batch(TEXTS))), chunks, atol=1e-6
+    )
+    assert torch.allclose(
+        torch.tensor(asyncio.run(emb.aget_text_embedding(TEXTS[0]))), chunks[0], atol=1e-6
+    )
 
 
 def test_llama_index_batch_size(model: QRAGModel, chunk_calls: list[int]) -> None:

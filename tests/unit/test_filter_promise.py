@@ -44,10 +44,18 @@ COMPLETE = {"memory", "faiss", "langchain"}
 #: Paths that take a callable filter (on metadata in memory, on a Document in LangChain's store).
 CALLABLE_OK = {"memory", "faiss", "langchain"}
 
-FAST = settings(max_examples=15, deadline=None, database=None,
-                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-LONG = settings(max_examples=500, deadline=None, database=None,
-                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+FAST = settings(
+    max_examples=15,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+LONG = settings(
+    max_examples=500,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 
 #: Values that compare in surprising ways: 1 == True and 0 == False in Python, not in Qdrant.
 SCALAR = st.sampled_from(["a", "b", 0, 1, True, False])
@@ -55,8 +63,11 @@ VALUE = st.one_of(SCALAR, st.lists(SCALAR, max_size=2), st.fixed_dictionaries({"
 METADATA = st.dictionaries(st.sampled_from(["x", "y"]), VALUE, max_size=2)
 #: "x.y" names a nested field to Qdrant, a missing key to us.
 FILTER_KEY = st.sampled_from(["x", "y", "x.y"])
-ANY_OF = st.one_of(st.lists(st.sampled_from(["a", "b", "c"]), max_size=3), st.lists(st.sampled_from([0, 1, 2]), max_size=3),
-                   st.lists(SCALAR, max_size=3))
+ANY_OF = st.one_of(
+    st.lists(st.sampled_from(["a", "b", "c"]), max_size=3),
+    st.lists(st.sampled_from([0, 1, 2]), max_size=3),
+    st.lists(SCALAR, max_size=3),
+)
 
 
 @dataclass(frozen=True)
@@ -86,6 +97,7 @@ def pairs_in(metadata: dict[str, Any]) -> list[tuple[str, Any]]:
 @st.composite
 def filters(draw: st.DrawFn, seen: list[tuple[str, Any]]) -> Any:
     """A filter, mostly built from the pairs the corpus holds, so that it matches some chunks."""
+
     def pair() -> tuple[str, Any]:
         if seen and draw(st.integers(0, 3)):
             return draw(st.sampled_from(seen))
@@ -99,7 +111,9 @@ def filters(draw: st.DrawFn, seen: list[tuple[str, Any]]) -> Any:
         return {key: [value, *draw(ANY_OF)][: draw(st.integers(1, 3))]}
     if kind == "callable":
         xs = [v for k, v in seen if k == "x"] or ["a"]
-        return CallableFilter(frozenset(repr(v) for v in draw(st.lists(st.sampled_from(xs), min_size=1, max_size=2))))
+        return CallableFilter(
+            frozenset(repr(v) for v in draw(st.lists(st.sampled_from(xs), min_size=1, max_size=2)))
+        )
     return {}
 
 
@@ -142,16 +156,26 @@ def scenarios(draw: st.DrawFn) -> dict[str, Any]:
     operations = draw(st.lists(OPERATION, max_size=4))
     rows = first + [row for op, arg in operations if op == "add" for row in arg]
     seen = [pair for _, meta in rows for pair in pairs_in(meta)]
-    searches = draw(st.lists(st.builds(
-        Search,
-        flt=filters(seen),
-        k=st.integers(1, 14),
-        stop_threshold=st.one_of(st.none(), st.none(), st.floats(-1.0, 1.0)),
-        how=st.sampled_from(["invoke", "batch", "retrieve", "search"]),
-        questions=st.lists(st.sampled_from(BABI_QUESTIONS), min_size=1, max_size=2),
-    ), min_size=1, max_size=3))
-    return {"first": first, "operations": operations, "searches": searches,
-            "candidates_per_step": draw(st.sampled_from([1, 3, 64]))}
+    searches = draw(
+        st.lists(
+            st.builds(
+                Search,
+                flt=filters(seen),
+                k=st.integers(1, 14),
+                stop_threshold=st.one_of(st.none(), st.none(), st.floats(-1.0, 1.0)),
+                how=st.sampled_from(["invoke", "batch", "retrieve", "search"]),
+                questions=st.lists(st.sampled_from(BABI_QUESTIONS), min_size=1, max_size=2),
+            ),
+            min_size=1,
+            max_size=3,
+        )
+    )
+    return {
+        "first": first,
+        "operations": operations,
+        "searches": searches,
+        "candidates_per_step": draw(st.sampled_from([1, 3, 64])),
+    }
 
 
 SCENARIO = scenarios()
@@ -159,7 +183,9 @@ SCENARIO = scenarios()
 
 @pytest.fixture(scope="module")
 def model(tiny_bert_dir: Path) -> QRAGModel:
-    cfg = QRAGConfig(base_model=str(tiny_bert_dir), position_mode=PositionMode.RELATIVE, relative_step=4)
+    cfg = QRAGConfig(
+        base_model=str(tiny_bert_dir), position_mode=PositionMode.RELATIVE, relative_step=4
+    )
     return QRAGModel.from_base(cfg).eval()
 
 
@@ -182,7 +208,9 @@ class Corpus:
 
     def _open(self) -> QRAGRetriever:
         if self.store is None:
-            return QRAGRetriever(model=self.model, faiss_candidates=2 if self.path == "faiss" else None)
+            return QRAGRetriever(
+                model=self.model, faiss_candidates=2 if self.path == "faiss" else None
+            )
         return QRAGRetriever.from_store(self.store, model=self.model, **self.store_options)
 
     def add(self, rows: list[tuple[str, dict[str, Any]]]) -> None:
@@ -207,7 +235,9 @@ class Corpus:
             self.retriever.save(target)
             self.retriever = QRAGRetriever.load(target)
             if self.path == "faiss":
-                self.retriever = QRAGRetriever(model=self.retriever.model, index=self.retriever.index, faiss_candidates=2)
+                self.retriever = QRAGRetriever(
+                    model=self.retriever.model, index=self.retriever.index, faiss_candidates=2
+                )
         elif self.path == "langchain":
             self.store.dump(str(target))
             self.store = InMemoryVectorStore.load(str(target), embedding=QRAGEmbeddings(self.model))
@@ -228,10 +258,16 @@ class Corpus:
         """Chunk ids each question got."""
         flt, r = self.native(search.flt), self.retriever
         options = {"k": search.k, "filter": flt, "stop_threshold": search.stop_threshold}
-        if self.path == "faiss":  # the core searcher, with FAISS pre-selection from the first chunk on
-            searcher = MultiStepSearcher(r.model, r.index, SearchSettings(faiss_candidates=2, faiss_min_size=1))
+        if (
+            self.path == "faiss"
+        ):  # the core searcher, with FAISS pre-selection from the first chunk on
+            searcher = MultiStepSearcher(
+                r.model, r.index, SearchSettings(faiss_candidates=2, faiss_min_size=1)
+            )
             searcher.search(search.questions, search.k)  # the pre-selection itself, unfiltered
-            return [[h.chunk.id for h in hits] for hits in searcher.search(search.questions, **options)]
+            return [
+                [h.chunk.id for h in hits] for hits in searcher.search(search.questions, **options)
+            ]
         if search.how == "invoke":
             return [[d.id for d in r.invoke(q, **options)] for q in search.questions]
         if search.how == "batch":
@@ -246,7 +282,9 @@ def check_promise(model: QRAGModel, path: str, scenario: dict[str, Any]) -> None
         corpus = Corpus(path, model, Path(folder), scenario["candidates_per_step"])
         corpus.add(scenario["first"])
         for op, arg in scenario["operations"]:
-            {"add": corpus.add, "delete": corpus.delete, "save_load": lambda _: corpus.save_load()}[op](arg)
+            {"add": corpus.add, "delete": corpus.delete, "save_load": lambda _: corpus.save_load()}[
+                op
+            ](arg)
         for search in scenario["searches"]:
             check_search(corpus, search)
 
@@ -271,7 +309,9 @@ def check_search(corpus: Corpus, search: Search) -> None:
             if search.k >= len(matching):
                 assert set(ids) == matching
     event(f"{corpus.path}: k {'>=' if search.k >= len(matching) else '<'} matching chunks")
-    event(f"{corpus.path}: {min(len(matching), 3)}{'+' if len(matching) >= 3 else ''} matching chunks")
+    event(
+        f"{corpus.path}: {min(len(matching), 3)}{'+' if len(matching) >= 3 else ''} matching chunks"
+    )
     event(f"{corpus.path}: {'some' if any(got) else 'no'} chunks returned")
 
 
@@ -292,14 +332,22 @@ def test_filter_promise_long(model: QRAGModel, path: str, scenario: dict[str, An
 
 # -- what the properties look for, spelled out -----------------------------------------------------------
 @pytest.mark.parametrize("path", ["qdrant", "llama_index", "langchain", "memory"])
-def test_a_store_that_matches_more_than_the_filter_never_returns_the_extra_chunks(model: QRAGModel, path: str) -> None:
+def test_a_store_that_matches_more_than_the_filter_never_returns_the_extra_chunks(
+    model: QRAGModel, path: str
+) -> None:
     """Qdrant matches ``{"x": "a"}`` against a list holding ``"a"`` and ``{"x.y": 1}`` against a
     nested field; the in-memory filter does neither. The store-backed search re-checks every
     candidate, so it returns what the in-memory search returns, even with ``k`` above that."""
     with tempfile.TemporaryDirectory() as folder:
         corpus = Corpus(path, model, Path(folder), candidates_per_step=1)
-        corpus.add([(BABI_TEXTS[0], {"x": ["a", "b"]}), (BABI_TEXTS[1], {"x": "a"}), (BABI_TEXTS[2], {"x": {"y": 1}}),
-                    (BABI_TEXTS[3], {"x": "b"})])
+        corpus.add(
+            [
+                (BABI_TEXTS[0], {"x": ["a", "b"]}),
+                (BABI_TEXTS[1], {"x": "a"}),
+                (BABI_TEXTS[2], {"x": {"y": 1}}),
+                (BABI_TEXTS[3], {"x": "b"}),
+            ]
+        )
         for flt, want in [({"x": "a"}, {"c1"}), ({"x": ["a"]}, {"c1"}), ({"x.y": 1}, set())]:
             for how in ("invoke", "batch"):
                 got = corpus.run(Search(flt, 4, None, how, [BABI_QUESTIONS[0], BABI_QUESTIONS[1]]))
@@ -307,9 +355,14 @@ def test_a_store_that_matches_more_than_the_filter_never_returns_the_extra_chunk
 
 
 @pytest.mark.parametrize("path", ["qdrant", "llama_index"])
-def test_a_filter_a_store_cannot_express_is_refused_even_when_the_store_is_empty(model: QRAGModel, path: str) -> None:
+def test_a_filter_a_store_cannot_express_is_refused_even_when_the_store_is_empty(
+    model: QRAGModel, path: str
+) -> None:
     with tempfile.TemporaryDirectory() as folder:
         corpus = Corpus(path, model, Path(folder), candidates_per_step=1)
-        for flt in (CallableFilter(frozenset({"'a'"})), {"x": ["a", 1]} if path == "qdrant" else {"x": True}):
+        for flt in (
+            CallableFilter(frozenset({"'a'"})),
+            {"x": ["a", 1]} if path == "qdrant" else {"x": True},
+        ):
             with pytest.raises(QRAGError):
                 corpus.run(Search(flt, 1, None, "invoke", [BABI_QUESTIONS[0]]))

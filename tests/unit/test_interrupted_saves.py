@@ -21,12 +21,16 @@ from qrag_integrations import ChunkIndex, QRAGConfig, QRAGModel, QRAGRetriever, 
 from qrag_integrations.core.atomic import lock_path
 
 
-def check_every_interruption(tmp_path: Path, save: Callable[[Path], None], state: Callable[[Path], Any]) -> int:
+def check_every_interruption(
+    tmp_path: Path, save: Callable[[Path], None], state: Callable[[Path], Any]
+) -> int:
     """``tmp_path / "out"`` holds a save; ``save(path)`` writes a different one. Fail each of its
     writes in turn and check what is left; then let it succeed. Returns the number of writes."""
     target = tmp_path / "out"
     shutil.copytree(target, tmp_path / "count")
-    shutil.copy(lock_path(target), lock_path(tmp_path / "count"))  # the lock file stays after a save
+    shutil.copy(
+        lock_path(target), lock_path(tmp_path / "count")
+    )  # the lock file stays after a save
     with injected(Faults(tmp_path)) as counted:
         save(tmp_path / "count")
     shutil.rmtree(tmp_path / "count")
@@ -74,7 +78,9 @@ def test_retriever_save(tmp_path: Path, tiny_bert_dir: Path) -> None:
 
 @pytest.mark.parametrize("trainable_layers", [None, 1], ids=["full", "partial"])
 def test_save_pretrained(tmp_path: Path, tiny_bert_dir: Path, trainable_layers: int | None) -> None:
-    model = QRAGModel.from_base(QRAGConfig(base_model=str(tiny_bert_dir), trainable_layers=trainable_layers))
+    model = QRAGModel.from_base(
+        QRAGConfig(base_model=str(tiny_bert_dir), trainable_layers=trainable_layers)
+    )
     perturbed(model, 0).save_pretrained(str(tmp_path / "out"))
     perturbed(model, 1)
     check_every_interruption(tmp_path, lambda p: model.save_pretrained(str(p)), model_state)
@@ -99,8 +105,14 @@ def test_trainer_checkpoint_with_training_state(tmp_path: Path, tiny_bert_dir: P
 
     def save(path: Path, step: int = 2) -> None:
         rng_json, rng_tensors = rng_state()
-        save_run_checkpoint(path, model, f"steps: {step}\n", state={"step": step, "rng": rng_json},
-                            tensors=rng_tensors, optimizer_state=optimizer.state_dict())
+        save_run_checkpoint(
+            path,
+            model,
+            f"steps: {step}\n",
+            state={"step": step, "rng": rng_json},
+            tensors=rng_tensors,
+            optimizer_state=optimizer.state_dict(),
+        )
 
     save(tmp_path / "out", step=1)
     perturbed(model, 1)

@@ -104,7 +104,10 @@ def test_invoke_add_delete_and_save_at_once(retriever, tmp_path):
     def writer() -> None:
         try:
             for i in range(12):
-                new = {f"w{i}a": f"Emma went to the city number {i}.", f"w{i}b": f"Fred took the apple {i}."}
+                new = {
+                    f"w{i}a": f"Emma went to the city number {i}.",
+                    f"w{i}b": f"Fred took the apple {i}.",
+                }
                 text_of.update(new)
                 retriever.add_texts(list(new.values()), ids=list(new))
                 states.append(states[-1] + list(new))
@@ -146,4 +149,6 @@ def test_invoke_add_delete_and_save_at_once(retriever, tmp_path):
         loaded = QRAGRetriever.load(folder)
         assert loaded.index.ids in states
         assert all(c.text == text_of[c.id] for c in loaded.index.snapshot().chunks)
-    assert sorted(p.name for p in tmp_path.iterdir() if ".tmp-" in p.name or ".old-" in p.name) == []
+    assert (
+        sorted(p.name for p in tmp_path.iterdir() if ".tmp-" in p.name or ".old-" in p.name) == []
+    )

@@ -370,8 +370,12 @@ def test_batch_fires_langchain_callbacks_per_question(retriever):
             self.events.append(("error", type(error).__name__))
 
     recorder = Recorder()
-    out = retriever.batch([QUESTION, "", "Where is Mary?"], config={"callbacks": [recorder]},
-                          return_exceptions=True, k=2)
+    out = retriever.batch(
+        [QUESTION, "", "Where is Mary?"],
+        config={"callbacks": [recorder]},
+        return_exceptions=True,
+        k=2,
+    )
     assert isinstance(out[1], QRAGError) and [len(out[0]), len(out[2])] == [2, 2]
     starts = sorted(q for e, q in recorder.events if e == "start")
     assert starts == sorted([QUESTION, "", "Where is Mary?"])

@@ -269,7 +269,12 @@ def test_failed_save_leaves_the_previous_save_and_no_temp_folders(
     with pytest.raises(OSError, match="disk full"):
         r.save(tmp_path / "saved")
     assert leftovers(tmp_path) == []
-    assert sorted(p.name for p in tmp_path.iterdir()) == [".qrag_checkpoint.lock", ".saved.lock", "qrag_checkpoint", "saved"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        ".qrag_checkpoint.lock",
+        ".saved.lock",
+        "qrag_checkpoint",
+        "saved",
+    ]
     monkeypatch.undo()
     loaded = QRAGRetriever.load(tmp_path / "saved")
     assert "new" not in loaded.index.ids

@@ -22,23 +22,48 @@ from retriever_corpus import BABI_TEXTS, build_retriever, chunk_ids
 from qrag_integrations import QRAGError, QRAGRetriever
 
 ALLOWED = (QRAGError, TypeError, ValueError)
-PROPERTY = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+PROPERTY = settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 
 #: Strings that have broken text handling elsewhere: empty, blank, NUL, lone surrogates (not
 #: valid Unicode), zero-width, right-to-left, emoji, combining marks, long.
 NASTY = st.sampled_from(
-    ["", " ", "\t\n", "\x00", "\ud800", "a\udfffb", "\u200b", "\u202eevil", "🙂" * 3, "e\u0301", "x" * 3000]
+    [
+        "",
+        " ",
+        "\t\n",
+        "\x00",
+        "\ud800",
+        "a\udfffb",
+        "\u200b",
+        "\u202eevil",
+        "🙂" * 3,
+        "e\u0301",
+        "x" * 3000,
+    ]
 )
 TEXT = st.one_of(NASTY, st.text(max_size=40))
 SCALAR = st.one_of(
-    st.none(), st.booleans(), st.integers(min_value=-(2**70), max_value=2**70),
-    st.floats(allow_nan=True, allow_infinity=True), TEXT,
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=True, allow_infinity=True),
+    TEXT,
 )
 #: Metadata values, JSON or not: nested containers, tuples, sets, bytes, objects, int keys.
 VALUE = st.recursive(
-    st.one_of(SCALAR, st.tuples(SCALAR), st.frozensets(st.integers(), max_size=2), st.binary(max_size=4),
-              st.builds(object)),
-    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.one_of(TEXT, st.integers()), inner, max_size=3)),
+    st.one_of(
+        SCALAR,
+        st.tuples(SCALAR),
+        st.frozensets(st.integers(), max_size=2),
+        st.binary(max_size=4),
+        st.builds(object),
+    ),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.dictionaries(st.one_of(TEXT, st.integers()), inner, max_size=3),
+    ),
     max_leaves=8,
 )
 METADATA = st.dictionaries(TEXT, VALUE, max_size=4)
@@ -48,8 +73,11 @@ TEXTS = [BABI_TEXTS[i] for i in range(6)]
 METAS = [{"src": "a" if i < 3 else "b", "n": i, "ü": ["x", {"y": None}]} for i in range(6)]
 FILTER = st.one_of(
     st.none(),
-    st.dictionaries(st.sampled_from(["src", "n", "missing", "ü"]),
-                    st.one_of(st.sampled_from(["a", "b", 0, 4]), VALUE, st.lists(SCALAR, max_size=3)), max_size=2),
+    st.dictionaries(
+        st.sampled_from(["src", "n", "missing", "ü"]),
+        st.one_of(st.sampled_from(["a", "b", 0, 4]), VALUE, st.lists(SCALAR, max_size=3)),
+        max_size=2,
+    ),
 )
 K = st.one_of(st.none(), st.integers(1, 8), st.just(2**62))
 THRESHOLD = st.one_of(st.none(), st.floats(allow_nan=False), st.integers(-5, 5))
@@ -109,12 +137,22 @@ def test_invoke(retriever, query, k, where, threshold):
 
 
 @PROPERTY
-@given(query=st.one_of(TEXT, WRONG), k=st.one_of(K, WRONG), where=st.one_of(FILTER, WRONG),
-       threshold=st.one_of(THRESHOLD, WRONG, st.just(float("nan"))))
+@given(
+    query=st.one_of(TEXT, WRONG),
+    k=st.one_of(K, WRONG),
+    where=st.one_of(FILTER, WRONG),
+    threshold=st.one_of(THRESHOLD, WRONG, st.just(float("nan"))),
+)
 def test_invoke_with_wrong_types(retriever, query, k, where, threshold):
     before = index_state(retriever)
-    works_or_refuses(lambda: retriever.invoke(query, **call_kwargs(k=k, filter=where, stop_threshold=threshold)))
-    works_or_refuses(lambda: retriever.search([query, "where is mary?"], k=k, filter=where, stop_threshold=threshold))
+    works_or_refuses(
+        lambda: retriever.invoke(query, **call_kwargs(k=k, filter=where, stop_threshold=threshold))
+    )
+    works_or_refuses(
+        lambda: retriever.search(
+            [query, "where is mary?"], k=k, filter=where, stop_threshold=threshold
+        )
+    )
     assert_same_index(retriever, before)
 
 
@@ -126,10 +164,14 @@ def additions(draw: st.DrawFn, wrong: bool = False) -> tuple[Any, Any, Any]:
     n = draw(st.integers(1, 3))
     texts = draw(st.lists(TEXT, min_size=n, max_size=n))
     metadatas = draw(st.one_of(st.none(), st.lists(METADATA, min_size=n, max_size=n)))
-    ids = draw(st.one_of(st.none(), st.lists(st.one_of(TEXT, st.integers()), min_size=n, max_size=n)))
+    ids = draw(
+        st.one_of(st.none(), st.lists(st.one_of(TEXT, st.integers()), min_size=n, max_size=n))
+    )
     if wrong:
         texts = draw(st.one_of(st.just(texts), TEXT, st.lists(st.one_of(TEXT, WRONG), max_size=3)))
-        metadatas = draw(st.one_of(st.just(metadatas), WRONG, st.lists(st.one_of(METADATA, WRONG), max_size=4)))
+        metadatas = draw(
+            st.one_of(st.just(metadatas), WRONG, st.lists(st.one_of(METADATA, WRONG), max_size=4))
+        )
         ids = draw(st.one_of(st.just(ids), WRONG, st.lists(st.one_of(TEXT, WRONG), max_size=4)))
     return texts, metadatas, ids
 
@@ -142,7 +184,9 @@ def check_add(retriever: QRAGRetriever, folder: Path, texts: Any, metadatas: Any
         return
     try:
         ids = retriever.index.ids
-        assert ids[len(ids) - len(added):] == added  # not ids[-len(added):]: all of them when none was added
+        assert (
+            ids[len(ids) - len(added) :] == added
+        )  # not ids[-len(added):]: all of them when none was added
         saved, _ = works_or_refuses(lambda: retriever.save(folder))
         if saved:
             loaded = QRAGRetriever.load(folder)
@@ -171,20 +215,36 @@ def test_add_texts_with_wrong_types(retriever, tmp_path_factory, args):
 
 
 @PROPERTY
-@given(ids=st.one_of(st.lists(st.one_of(st.sampled_from(["c0", "c5", "nope", ""]), TEXT, st.integers()), max_size=3),
-                     st.sampled_from(["c1", "nope"]), WRONG))
+@given(
+    ids=st.one_of(
+        st.lists(
+            st.one_of(st.sampled_from(["c0", "c5", "nope", ""]), TEXT, st.integers()), max_size=3
+        ),
+        st.sampled_from(["c1", "nope"]),
+        WRONG,
+    )
+)
 def test_delete(retriever, ids):
     before = index_state(retriever)
-    removed = [c for c in retriever.index.snapshot().chunks
-               if c.id in (ids if isinstance(ids, list) else [ids])]
+    removed = [
+        c
+        for c in retriever.index.snapshot().chunks
+        if c.id in (ids if isinstance(ids, list) else [ids])
+    ]
     ok, result = works_or_refuses(lambda: retriever.delete(ids))
     if not ok:
         assert_same_index(retriever, before)
         return
     assert result is bool(removed) and not {c.id for c in removed} & set(retriever.index.ids)
     for c in removed:  # put them back where they were
-        retriever.index.add([c.text], retriever.model.embed_chunks([c.text]), metadatas=[c.metadata],
-                            ids=[c.id], doc_ids=[c.doc_id], orders=[c.order])
+        retriever.index.add(
+            [c.text],
+            retriever.model.embed_chunks([c.text]),
+            metadatas=[c.metadata],
+            ids=[c.id],
+            doc_ids=[c.doc_id],
+            orders=[c.order],
+        )
     assert tuple(retriever.index.ids) == before[0]
 
 
@@ -193,7 +253,9 @@ DTYPE = st.sampled_from(["float32", "float16", "bfloat16"])
 
 
 def check_constructor(retriever: QRAGRetriever, **settings_: Any) -> None:
-    ok, r = works_or_refuses(lambda: QRAGRetriever(model=retriever.model, texts=TEXTS[:3], **call_kwargs(**settings_)))
+    ok, r = works_or_refuses(
+        lambda: QRAGRetriever(model=retriever.model, texts=TEXTS[:3], **call_kwargs(**settings_))
+    )
     if ok:
         ok, docs = works_or_refuses(lambda: r.invoke("where is mary?"))
         if ok:
@@ -203,15 +265,33 @@ def check_constructor(retriever: QRAGRetriever, **settings_: Any) -> None:
 @PROPERTY
 @given(k=K, threshold=THRESHOLD, where=FILTER, dtype=DTYPE, batch_size=st.integers(1, 5))
 def test_constructor_settings(retriever, k, threshold, where, dtype, batch_size):
-    check_constructor(retriever, k=k, stop_threshold=threshold, filter=where, index_dtype=dtype, batch_size=batch_size)
+    check_constructor(
+        retriever,
+        k=k,
+        stop_threshold=threshold,
+        filter=where,
+        index_dtype=dtype,
+        batch_size=batch_size,
+    )
 
 
 @PROPERTY
-@given(k=st.one_of(K, WRONG), threshold=st.one_of(THRESHOLD, WRONG), where=st.one_of(FILTER, WRONG),
-       dtype=st.one_of(DTYPE, st.sampled_from(["int8", "", "FLOAT32"]), WRONG),
-       batch_size=st.one_of(st.integers(-2, 5), WRONG))
+@given(
+    k=st.one_of(K, WRONG),
+    threshold=st.one_of(THRESHOLD, WRONG),
+    where=st.one_of(FILTER, WRONG),
+    dtype=st.one_of(DTYPE, st.sampled_from(["int8", "", "FLOAT32"]), WRONG),
+    batch_size=st.one_of(st.integers(-2, 5), WRONG),
+)
 def test_constructor_settings_of_wrong_types(retriever, k, threshold, where, dtype, batch_size):
-    check_constructor(retriever, k=k, stop_threshold=threshold, filter=where, index_dtype=dtype, batch_size=batch_size)
+    check_constructor(
+        retriever,
+        k=k,
+        stop_threshold=threshold,
+        filter=where,
+        index_dtype=dtype,
+        batch_size=batch_size,
+    )
 
 
 # -- what the properties found ---------------------------------------------------------------------------
@@ -223,7 +303,9 @@ def test_a_stop_threshold_that_is_not_a_number_is_refused(retriever, threshold):
 
 def test_text_that_is_not_valid_unicode_is_refused(retriever):
     before = index_state(retriever)
-    with pytest.raises(QRAGError, match=r"text 1 is not valid Unicode \(surrogates not allowed at position 1\)"):
+    with pytest.raises(
+        QRAGError, match=r"text 1 is not valid Unicode \(surrogates not allowed at position 1\)"
+    ):
         retriever.add_texts(["fine", "a\ud800"])
     with pytest.raises(QRAGError, match="query is not valid Unicode"):
         retriever.invoke("where\udfff")
@@ -243,8 +325,10 @@ def test_ids_that_are_not_a_list_are_refused(retriever, ids):
 
 def test_metadata_that_would_load_back_different_is_not_saved(retriever, tmp_path):
     """JSON turns int keys into strings and tuples into lists: refused instead of changed."""
-    for meta, problem in [({1: "a"}, "metadata has a key that is not a string: 1"),
-                          ({"t": (1, 2)}, r"metadata\['t'\] is a tuple")]:
+    for meta, problem in [
+        ({1: "a"}, "metadata has a key that is not a string: 1"),
+        ({"t": (1, 2)}, r"metadata\['t'\] is a tuple"),
+    ]:
         retriever.add_texts(["x"], metadatas=[meta], ids=["odd"])
         try:
             with pytest.raises(QRAGError, match=rf"chunk 'odd' {problem}"):
@@ -257,7 +341,9 @@ def test_metadata_that_would_load_back_different_is_not_saved(retriever, tmp_pat
 @pytest.mark.parametrize("separator", ["\x85", "\u2028", "\u2029", "\x0b", "\x0c", "\x1c", "\r"])
 def test_texts_with_line_separators_load_back(retriever, tmp_path, separator):
     """Records are JSON lines written unescaped; only "\\n" may end a line when they are read."""
-    retriever.add_texts([f"a{separator}b"], metadatas=[{f"k{separator}": separator}], ids=[f"i{separator}"])
+    retriever.add_texts(
+        [f"a{separator}b"], metadatas=[{f"k{separator}": separator}], ids=[f"i{separator}"]
+    )
     try:
         retriever.save(tmp_path / "r")
     finally:

@@ -43,8 +43,11 @@ def assert_untouched(parent: Path, names: list[str]) -> None:
 # -- the reported cases -------------------------------------------------------------------------
 def test_retriever_save_into_a_folder_of_user_files_is_refused(retriever, tmp_path):
     before = user_folder(tmp_path / "my_folder")
-    with pytest.raises(QRAGError, match=r"my_folder: it is a folder that is not a saved QRAGRetriever "
-                                        r"\(no retriever.json\); it holds chapters/, thesis.txt"):
+    with pytest.raises(
+        QRAGError,
+        match=r"my_folder: it is a folder that is not a saved QRAGRetriever "
+        r"\(no retriever.json\); it holds chapters/, thesis.txt",
+    ):
         retriever.save(tmp_path / "my_folder")
     assert folder_bytes(tmp_path / "my_folder") == before
     assert_untouched(tmp_path, ["my_folder"])
@@ -53,7 +56,9 @@ def test_retriever_save_into_a_folder_of_user_files_is_refused(retriever, tmp_pa
 def test_save_pretrained_into_a_folder_with_notes_is_refused(retriever, tmp_path):
     (tmp_path / "dir").mkdir()
     (tmp_path / "dir" / "notes.md").write_bytes(THESIS)
-    with pytest.raises(QRAGError, match=r"dir: it is a folder that is not a Q-RAG checkpoint .*notes.md"):
+    with pytest.raises(
+        QRAGError, match=r"dir: it is a folder that is not a Q-RAG checkpoint .*notes.md"
+    ):
         retriever.model.save_pretrained(str(tmp_path / "dir"))
     assert (tmp_path / "dir" / "notes.md").read_bytes() == THESIS
     assert_untouched(tmp_path, ["dir"])
@@ -63,8 +68,11 @@ def test_save_pretrained_into_a_folder_with_notes_is_refused(retriever, tmp_path
 def test_saving_onto_a_regular_file_is_refused(retriever, tmp_path, saver):
     file = tmp_path / "a_file"
     file.write_bytes(THESIS)
-    save = {"retriever": retriever.save, "model": retriever.model.save_pretrained,
-            "index": retriever.index.save}[saver]
+    save = {
+        "retriever": retriever.save,
+        "model": retriever.model.save_pretrained,
+        "index": retriever.index.save,
+    }[saver]
     with pytest.raises(QRAGError, match=rf"a_file: it is a file \({len(THESIS)} bytes\)"):
         save(str(file))
     assert file.read_bytes() == THESIS
@@ -89,7 +97,9 @@ def test_a_save_of_another_kind_is_not_replaced(retriever, tmp_path):
 def test_a_file_the_user_put_into_an_earlier_save_is_kept(retriever, tmp_path):
     retriever.save(tmp_path / "saved")
     (tmp_path / "saved" / "thesis.txt").write_bytes(THESIS)
-    with pytest.raises(QRAGError, match=r"saved QRAGRetriever that also holds files it does not write: thesis.txt"):
+    with pytest.raises(
+        QRAGError, match=r"saved QRAGRetriever that also holds files it does not write: thesis.txt"
+    ):
         retriever.save(tmp_path / "saved")
     assert (tmp_path / "saved" / "thesis.txt").read_bytes() == THESIS
 
@@ -99,7 +109,9 @@ def test_a_symbolic_link_is_not_replaced(retriever, tmp_path):
     (tmp_path / "link").symlink_to(tmp_path / "real")
     with pytest.raises(QRAGError, match="link: it is a symbolic link"):
         retriever.save(tmp_path / "link")
-    assert (tmp_path / "link").is_symlink() and (tmp_path / "real" / "thesis.txt").read_bytes() == THESIS
+    assert (tmp_path / "link").is_symlink() and (
+        tmp_path / "real" / "thesis.txt"
+    ).read_bytes() == THESIS
 
 
 def test_a_parent_that_is_a_file_is_refused(retriever, tmp_path):
@@ -135,7 +147,9 @@ def test_overwrite_moves_aside_under_a_new_name_each_time(retriever, tmp_path):
     (tmp_path / "a_file" / "thesis.txt").write_bytes(THESIS)  # the user adds a file to the save
     retriever.index.save(tmp_path / "a_file", overwrite=True)
     assert ChunkIndex.load(tmp_path / "a_file").ids == retriever.index.ids
-    file, folder = sorted((p for p in tmp_path.iterdir() if p.name not in ("a_file", ".a_file.lock")), key=Path.is_dir)
+    file, folder = sorted(
+        (p for p in tmp_path.iterdir() if p.name not in ("a_file", ".a_file.lock")), key=Path.is_dir
+    )
     assert file.name.startswith("a_file.old-") and file.read_bytes() == THESIS
     assert folder.name.startswith("a_file.old-") and (folder / "thesis.txt").read_bytes() == THESIS
 
@@ -157,14 +171,20 @@ def test_overwrite_of_an_earlier_save_replaces_it_in_place(retriever, tmp_path):
 # -- qrag-train out_dir ----------------------------------------------------------------------------------
 def train_config(out_dir: Path, *overrides: str):
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        return compose("train", overrides=[f"out_dir={out_dir}", "model=tiny", "model.base_model=unused", *overrides])
+        return compose(
+            "train",
+            overrides=[f"out_dir={out_dir}", "model=tiny", "model.base_model=unused", *overrides],
+        )
 
 
 def test_train_into_a_folder_of_user_files_is_refused(tmp_path):
     before = user_folder(tmp_path / "run")
     for resume in ("false", "true"):
-        with pytest.raises(QRAGError, match=r"out_dir .*run is a folder that is not a qrag-train run folder"
-                                            r".*chapters/, thesis.txt.*overwrite=true"):
+        with pytest.raises(
+            QRAGError,
+            match=r"out_dir .*run is a folder that is not a qrag-train run folder"
+            r".*chapters/, thesis.txt.*overwrite=true",
+        ):
             Trainer(train_config(tmp_path / "run", f"resume={resume}"))
     assert folder_bytes(tmp_path / "run") == before
     assert_untouched(tmp_path, ["run"])
@@ -192,7 +212,10 @@ def test_train_into_an_earlier_run_needs_resume_or_overwrite(tmp_path, tiny_bert
 def test_train_refuses_a_run_whose_checkpoint_holds_a_user_file(tmp_path, tiny_bert_dir):
     fake_run(tmp_path / "run", tiny_bert_dir)
     (tmp_path / "run" / "best" / "notes.md").write_bytes(THESIS)
-    with pytest.raises(QRAGError, match=r"a run folder whose best/ is a qrag-train checkpoint that also holds .*notes.md"):
+    with pytest.raises(
+        QRAGError,
+        match=r"a run folder whose best/ is a qrag-train checkpoint that also holds .*notes.md",
+    ):
         prepare_run_dir(tmp_path / "run", resume=True, overwrite=False)
     assert (tmp_path / "run" / "best" / "notes.md").read_bytes() == THESIS
 

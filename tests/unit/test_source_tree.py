@@ -11,7 +11,10 @@ import networkx as nx
 
 REPO = Path(__file__).resolve().parents[2]
 #: The packages whose modules the rules below cover (every subpackage included).
-PACKAGES = {"qrag_integrations": REPO / "qrag_integrations", "qrag_training": REPO / "training" / "qrag_training"}
+PACKAGES = {
+    "qrag_integrations": REPO / "qrag_integrations",
+    "qrag_training": REPO / "training" / "qrag_training",
+}
 #: Most lines a module may have.
 MAX_LINES = 400
 
@@ -37,7 +40,9 @@ def _imports(module: str, path: Path, known: set[str]) -> set[str]:
     typing_only = {
         id(inner)
         for node in ast.walk(tree)
-        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
+        if isinstance(node, ast.If)
+        and isinstance(node.test, ast.Name)
+        and node.test.id == "TYPE_CHECKING"
         for stmt in node.body
         for inner in ast.walk(stmt)
     }
@@ -49,13 +54,18 @@ def _imports(module: str, path: Path, known: set[str]) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+                base = ".".join(
+                    package.split(".")[: len(package.split(".")) - node.level + 1]
+                    + ([base] if base else [])
+                )
             out |= {f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names}
     return {m for m in out if m in known and m != module}
 
 
 def test_no_module_is_over_400_lines() -> None:
-    sizes = {name: len(p.read_text(encoding="utf-8").splitlines()) for name, p in _modules().items()}
+    sizes = {
+        name: len(p.read_text(encoding="utf-8").splitlines()) for name, p in _modules().items()
+    }
     assert {name: n for name, n in sizes.items() if n > MAX_LINES} == {}
 
 
@@ -67,7 +77,9 @@ def test_no_import_circles() -> None:
     graph = nx.DiGraph()
     for name, path in modules.items():
         for target in _imports(name, path, set(modules)):
-            if not (path.name == "__init__.py" and target.startswith(name + ".")) and not name.startswith(target + "."):
+            if not (
+                path.name == "__init__.py" and target.startswith(name + ".")
+            ) and not name.startswith(target + "."):
                 graph.add_edge(name, target)
     assert sorted(sorted(c) for c in nx.simple_cycles(graph)) == []
 
@@ -77,14 +89,25 @@ def test_core_imports_no_framework_module() -> None:
     for name, path in _modules().items():
         if name.startswith("qrag_integrations.core"):
             text = path.read_text(encoding="utf-8")
-            assert not re.search(r"^\s*(from|import) (langchain|llama_index|qrag_integrations\.frameworks)", text, re.M), name
+            assert not re.search(
+                r"^\s*(from|import) (langchain|llama_index|qrag_integrations\.frameworks)",
+                text,
+                re.MULTILINE,
+            ), name
 
 
 def test_no_reference_to_notes_outside_the_repository() -> None:
     """The working notes these modules were written from are not shipped; cite the paper or a
     file in the repository instead."""
-    sources = [*REPO.glob("*.md"), *(REPO / "benchmarks").rglob("*.md"), *(REPO / "training").rglob("*.md"), *(REPO / "docs").rglob("*.md")]
+    sources = [
+        *REPO.glob("*.md"),
+        *(REPO / "benchmarks").rglob("*.md"),
+        *(REPO / "training").rglob("*.md"),
+        *(REPO / "docs").rglob("*.md"),
+    ]
     for folder in ("qrag_integrations", "training", "benchmarks", "examples"):
         sources += (REPO / folder).rglob("*.py")
     outside = re.compile(r"shared/notes|algorithm\.md")
-    assert [str(p.relative_to(REPO)) for p in sources if outside.search(p.read_text(encoding="utf-8"))] == []
+    assert [
+        str(p.relative_to(REPO)) for p in sources if outside.search(p.read_text(encoding="utf-8"))
+    ] == []

@@ -18,16 +18,26 @@ from qrag_integrations.core.model import QRAGModel
 from qrag_integrations.frameworks.embeddings import QRAGEmbeddings
 from qrag_integrations.frameworks.retriever import QRAGRetriever
 
-TEXTS = ["mary went to the kitchen", "john picked up the apple", "sandra moved to the garden",
-         "daniel dropped the milk there", "mary travelled to the office", "john gave the apple to mary"]
-DOCS = [Document(page_content=f"the football is in the {p}", metadata={"room": p}, id=f"f-{p}")
-        for p in ("hallway", "bedroom", "garden")]
+TEXTS = [
+    "mary went to the kitchen",
+    "john picked up the apple",
+    "sandra moved to the garden",
+    "daniel dropped the milk there",
+    "mary travelled to the office",
+    "john gave the apple to mary",
+]
+DOCS = [
+    Document(page_content=f"the football is in the {p}", metadata={"room": p}, id=f"f-{p}")
+    for p in ("hallway", "bedroom", "garden")
+]
 QUESTION = "where is the apple"
 
 
 @pytest.fixture(scope="module")
 def model(tiny_bert_dir: Path) -> QRAGModel:
-    cfg = QRAGConfig(base_model=str(tiny_bert_dir), position_mode=PositionMode.RELATIVE, relative_step=4)
+    cfg = QRAGConfig(
+        base_model=str(tiny_bert_dir), position_mode=PositionMode.RELATIVE, relative_step=4
+    )
     return QRAGModel.from_base(cfg).eval()
 
 
@@ -40,25 +50,42 @@ def store_of(kind: str, model: QRAGModel):
 
 
 def filled(retriever: QRAGRetriever) -> QRAGRetriever:
-    retriever.add_texts(TEXTS, metadatas=[{"n": i} for i in range(len(TEXTS))], ids=[f"t{i}" for i in range(len(TEXTS))])
+    retriever.add_texts(
+        TEXTS,
+        metadatas=[{"n": i} for i in range(len(TEXTS))],
+        ids=[f"t{i}" for i in range(len(TEXTS))],
+    )
     retriever.add_documents(DOCS)
     return retriever
 
 
 def docs(result: list[Document]) -> list[tuple]:
-    return [(d.id, d.page_content, {k: (round(v, 4) if isinstance(v, float) else v) for k, v in d.metadata.items()})
-            for d in result]
+    return [
+        (
+            d.id,
+            d.page_content,
+            {k: (round(v, 4) if isinstance(v, float) else v) for k, v in d.metadata.items()},
+        )
+        for d in result
+    ]
 
 
 @pytest.mark.parametrize("kind", ["qdrant", "langchain", "llama_index"])
 def test_store_retriever_answers_as_the_in_memory_one(model: QRAGModel, kind: str) -> None:
     memory = filled(QRAGRetriever(model=model, k=4))
-    store = filled(QRAGRetriever.from_store(model=model, k=4, candidates_per_step=len(TEXTS) + 3, **store_of(kind, model)))
+    store = filled(
+        QRAGRetriever.from_store(
+            model=model, k=4, candidates_per_step=len(TEXTS) + 3, **store_of(kind, model)
+        )
+    )
     assert store.is_store_backed and not memory.is_store_backed and len(store) == len(memory) == 9
     assert docs(store.invoke(QUESTION)) == docs(memory.invoke(QUESTION))
     assert docs(store.invoke(QUESTION, k=2, filter={"room": ["garden", "bedroom"]})) == docs(
-        memory.invoke(QUESTION, k=2, filter={"room": ["garden", "bedroom"]}))
-    assert [docs(r) for r in store.batch([QUESTION, "who"])] == [docs(r) for r in memory.batch([QUESTION, "who"])]
+        memory.invoke(QUESTION, k=2, filter={"room": ["garden", "bedroom"]})
+    )
+    assert [docs(r) for r in store.batch([QUESTION, "who"])] == [
+        docs(r) for r in memory.batch([QUESTION, "who"])
+    ]
     assert docs(asyncio.run(store.ainvoke(QUESTION))) == docs(memory.invoke(QUESTION))
     nodes = store.retrieve(QUESTION)
     assert [n.node.node_id for n in nodes] == [d.id for d in memory.invoke(QUESTION)]
@@ -83,7 +110,12 @@ def test_store_retriever_refuses_index_and_save(model: QRAGModel, tmp_path: Path
 
 def test_store_only_options_are_refused_without_a_store(model: QRAGModel) -> None:
     """One retriever class: options that only a store-backed search uses name the fix."""
-    for option in ({"candidates_per_step": 8}, {"check_exact": True}, {"collection_name": "x"}, {"rank_by": "count"}):
+    for option in (
+        {"candidates_per_step": 8},
+        {"check_exact": True},
+        {"collection_name": "x"},
+        {"rank_by": "count"},
+    ):
         with pytest.raises(QRAGError, match="applies to a store-backed retriever"):
             QRAGRetriever(model=model, **option)
     memory = QRAGRetriever(model=model)
@@ -104,8 +136,16 @@ def test_the_old_store_retriever_name_is_a_deprecated_alias() -> None:
 
 
 def test_from_qdrant_checks_exact_picks(model: QRAGModel, tmp_path: Path) -> None:
-    retriever = filled(QRAGRetriever.from_qdrant("facts", path=str(tmp_path / "q"), model=model, k=3,
-                                                      candidates_per_step=2, check_exact=True))
+    retriever = filled(
+        QRAGRetriever.from_qdrant(
+            "facts",
+            path=str(tmp_path / "q"),
+            model=model,
+            k=3,
+            candidates_per_step=2,
+            check_exact=True,
+        )
+    )
     retriever.invoke(QUESTION)
     stats = retriever.stats
     assert stats.steps == stats.exact_checked == 3 and stats.candidates <= 6
@@ -117,9 +157,16 @@ def test_qdrant_vector_stores_of_both_frameworks_are_accepted(model: QRAGModel) 
     from llama_index.vector_stores.qdrant import QdrantVectorStore as LIQdrant
 
     client = QdrantClient(":memory:")
-    first = filled(QRAGRetriever.from_store(model=model, store=client, collection_name="facts", k=3))
+    first = filled(
+        QRAGRetriever.from_store(model=model, store=client, collection_name="facts", k=3)
+    )
     want = docs(first.invoke(QUESTION))
-    lc = LCQdrant(client=client, collection_name="facts", embedding=QRAGEmbeddings(model), distance=models.Distance.DOT)
+    lc = LCQdrant(
+        client=client,
+        collection_name="facts",
+        embedding=QRAGEmbeddings(model),
+        distance=models.Distance.DOT,
+    )
     assert docs(QRAGRetriever.from_store(model=model, store=lc, k=3).invoke(QUESTION)) == want
     li = LIQdrant(collection_name="facts", client=client)
     assert docs(QRAGRetriever.from_store(model=model, store=li, k=3).invoke(QUESTION)) == want
@@ -134,10 +181,14 @@ def test_store_of_another_checkpoint_is_refused(model: QRAGModel, tiny_bert_dir_
     with pytest.raises(IndexMismatchError, match="48-dimensional"):
         QRAGRetriever.from_store(model=small, store=client, collection_name="facts")
     with pytest.raises(IndexMismatchError, match="not this checkpoint's chunk encoder"):
-        QRAGRetriever.from_store(model=model, store=InMemoryVectorStore(embedding=QRAGEmbeddings(small)))
+        QRAGRetriever.from_store(
+            model=model, store=InMemoryVectorStore(embedding=QRAGEmbeddings(small))
+        )
 
 
-def test_from_qdrant_on_a_folder_held_by_another_client_names_it(model: QRAGModel, tmp_path: Path) -> None:
+def test_from_qdrant_on_a_folder_held_by_another_client_names_it(
+    model: QRAGModel, tmp_path: Path
+) -> None:
     folder = str(tmp_path / "qdrant-data")
     holder = QdrantClient(path=folder)  # local mode allows one client per folder
     try:
@@ -149,4 +200,6 @@ def test_from_qdrant_on_a_folder_held_by_another_client_names_it(model: QRAGMode
 
 def test_from_qdrant_refuses_url_and_path_together(model: QRAGModel, tmp_path: Path) -> None:
     with pytest.raises(QRAGError, match="not both"):
-        QRAGRetriever.from_qdrant("facts", url="http://localhost:6333", path=str(tmp_path / "q"), model=model)
+        QRAGRetriever.from_qdrant(
+            "facts", url="http://localhost:6333", path=str(tmp_path / "q"), model=model
+        )

@@ -26,8 +26,26 @@ from qrag_integrations.stores.qdrant import QdrantSource
 from qrag_integrations.stores.rows import SortedKeys, ingest
 from qrag_integrations.stores.search import StoreSearcher
 
-WORDS = "mary john sandra daniel went moved to the kitchen garden office hallway apple milk football".split()
-TEXTS = [" ".join(WORDS[(3 * i + j) % len(WORDS)] for j in range(2 + i % 4)) + f" {i}" for i in range(14)]
+WORDS = [
+    "mary",
+    "john",
+    "sandra",
+    "daniel",
+    "went",
+    "moved",
+    "to",
+    "the",
+    "kitchen",
+    "garden",
+    "office",
+    "hallway",
+    "apple",
+    "milk",
+    "football",
+]
+TEXTS = [
+    " ".join(WORDS[(3 * i + j) % len(WORDS)] for j in range(2 + i % 4)) + f" {i}" for i in range(14)
+]
 DOCS = ["story"] * 6 + ["notes"] * 4 + ["story"] * 2 + ["extra"] * 2  # "story" continues later
 METAS = [{"kind": "even" if i % 2 == 0 else "odd", "i": i} for i in range(14)]
 IDS = [f"c{i}" for i in range(14)]
@@ -37,7 +55,12 @@ KINDS = ["qdrant", "qdrant-count", "langchain", "llama_index"]
 
 @pytest.fixture(scope="module")
 def model(tiny_bert_dir: Path) -> QRAGModel:
-    cfg = QRAGConfig(base_model=str(tiny_bert_dir), position_mode=PositionMode.RELATIVE, relative_step=4, question_weight=0.5)
+    cfg = QRAGConfig(
+        base_model=str(tiny_bert_dir),
+        position_mode=PositionMode.RELATIVE,
+        relative_step=4,
+        question_weight=0.5,
+    )
     return QRAGModel.from_base(cfg).eval()
 
 
@@ -53,9 +76,16 @@ def other_model(model: QRAGModel) -> QRAGModel:
 
 def open_source(kind: str, model: QRAGModel, name: str = "facts"):
     if kind.startswith("qdrant"):
-        return QdrantSource(QdrantClient(":memory:"), name, model, rank_by="count" if kind == "qdrant-count" else "scroll")
+        return QdrantSource(
+            QdrantClient(":memory:"),
+            name,
+            model,
+            rank_by="count" if kind == "qdrant-count" else "scroll",
+        )
     if kind == "langchain":
-        return LangChainMemorySource(InMemoryVectorStore(embedding=QRAGEmbeddings(model, batch_size=4)), model)
+        return LangChainMemorySource(
+            InMemoryVectorStore(embedding=QRAGEmbeddings(model, batch_size=4)), model
+        )
     return LlamaIndexSimpleSource(SimpleVectorStore(), model)
 
 
@@ -73,7 +103,13 @@ def exact_index(model: QRAGModel) -> ChunkIndex:
 
 
 def tuples(results):
-    return [[(h.chunk.id, h.step, h.position, h.chunk.text, h.chunk.doc_id, h.chunk.order) for h in hits] for hits in results]
+    return [
+        [
+            (h.chunk.id, h.step, h.position, h.chunk.text, h.chunk.doc_id, h.chunk.order)
+            for h in hits
+        ]
+        for hits in results
+    ]
 
 
 def assert_same(got, want) -> None:
@@ -93,7 +129,9 @@ def test_ingest_then_search_equals_exact_in_memory_search(model: QRAGModel, kind
     keys = np.array([[0, o] for o in range(8)] + [[1, o] for o in range(4)] + [[2, 0], [2, 1]])
     assert layout.n == 14 and layout.ranks(keys).tolist() == list(range(14))
     searcher = StoreSearcher(model, source, candidates_per_step=14, check_exact=True)
-    assert_same(searcher.search(QUESTIONS, k=6), MultiStepSearcher(model, index).search(QUESTIONS, k=6))
+    assert_same(
+        searcher.search(QUESTIONS, k=6), MultiStepSearcher(model, index).search(QUESTIONS, k=6)
+    )
     assert searcher.stats.exact_rate == 1.0
     assert [c.id for c in source.get(["c3", "nope", "c11"])] == ["c3", "c11"]
 
@@ -105,19 +143,28 @@ def test_filters_pass_through(model: QRAGModel, kind: str) -> None:
     exact = MultiStepSearcher(model, exact_index(model))
     searcher = StoreSearcher(model, source, candidates_per_step=14)
     native = {
-        "qdrant": models.Filter(must=[models.FieldCondition(key="metadata.kind", match=models.MatchValue(value="odd"))]),
+        "qdrant": models.Filter(
+            must=[models.FieldCondition(key="metadata.kind", match=models.MatchValue(value="odd"))]
+        ),
         "langchain": lambda doc: doc.metadata["kind"] == "odd",
-        "llama_index": MetadataFilters(filters=[MetadataFilter(key="kind", value="odd", operator=FilterOperator.EQ)]),
+        "llama_index": MetadataFilters(
+            filters=[MetadataFilter(key="kind", value="odd", operator=FilterOperator.EQ)]
+        ),
     }[kind.split("-")[0]]
     want = exact.search(QUESTIONS, k=4, filter={"kind": "odd"})
     assert_same(searcher.search(QUESTIONS, k=4, filter={"kind": "odd"}), want)
     assert_same(searcher.search(QUESTIONS, k=4, filter=native), want)
-    assert_same(searcher.search(QUESTIONS, k=3, filter={"i": [1, 2, 12]}), exact.search(QUESTIONS, k=3, filter={"i": [1, 2, 12]}))
+    assert_same(
+        searcher.search(QUESTIONS, k=3, filter={"i": [1, 2, 12]}),
+        exact.search(QUESTIONS, k=3, filter={"i": [1, 2, 12]}),
+    )
     assert searcher.search(QUESTIONS, k=3, filter={"kind": "none"}) == [[], []]
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_small_candidate_counts_are_exact_when_they_hold_the_arg_max(model: QRAGModel, kind: str) -> None:
+def test_small_candidate_counts_are_exact_when_they_hold_the_arg_max(
+    model: QRAGModel, kind: str
+) -> None:
     source = open_source(kind, model)
     fill(source, model)
     exact = MultiStepSearcher(model, exact_index(model))
@@ -134,13 +181,17 @@ def test_small_candidate_counts_are_exact_when_they_hold_the_arg_max(model: QRAG
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_refuses_another_checkpoints_vectors(model: QRAGModel, other_model: QRAGModel, tiny_bert_dir_48: Path, kind: str) -> None:
+def test_refuses_another_checkpoints_vectors(
+    model: QRAGModel, other_model: QRAGModel, tiny_bert_dir_48: Path, kind: str
+) -> None:
     source = open_source(kind, other_model)
     fill(source, other_model)
     small = QRAGModel.from_base(QRAGConfig(base_model=str(tiny_bert_dir_48))).eval()
-    reopen = {"qdrant": lambda m: QdrantSource(source.client, "facts", m),
-              "langchain": lambda m: LangChainMemorySource(source.store, m),
-              "llama_index": lambda m: LlamaIndexSimpleSource(source.store, m)}[kind.split("-")[0]]
+    reopen = {
+        "qdrant": lambda m: QdrantSource(source.client, "facts", m),
+        "langchain": lambda m: LangChainMemorySource(source.store, m),
+        "llama_index": lambda m: LlamaIndexSimpleSource(source.store, m),
+    }[kind.split("-")[0]]
     with pytest.raises(IndexMismatchError, match="another chunk encoder|not this checkpoint"):
         reopen(model)
     with pytest.raises(IndexMismatchError, match="48-dimensional|not this checkpoint"):
@@ -149,11 +200,17 @@ def test_refuses_another_checkpoints_vectors(model: QRAGModel, other_model: QRAG
 
 def test_qdrant_refuses_foreign_collections(model: QRAGModel) -> None:
     client = QdrantClient(":memory:")
-    client.create_collection("cos", vectors_config=models.VectorParams(size=32, distance=models.Distance.COSINE))
+    client.create_collection(
+        "cos", vectors_config=models.VectorParams(size=32, distance=models.Distance.COSINE)
+    )
     with pytest.raises(IndexMismatchError, match="Cosine distance"):
         QdrantSource(client, "cos", model)
-    client.create_collection("plain", vectors_config=models.VectorParams(size=32, distance=models.Distance.DOT))
-    client.upsert("plain", [models.PointStruct(id=1, vector=[0.1] * 32, payload={"page_content": "x"})])
+    client.create_collection(
+        "plain", vectors_config=models.VectorParams(size=32, distance=models.Distance.DOT)
+    )
+    client.upsert(
+        "plain", [models.PointStruct(id=1, vector=[0.1] * 32, payload={"page_content": "x"})]
+    )
     with pytest.raises(IndexMismatchError, match="not written by a Q-RAG ingest"):
         QdrantSource(client, "plain", model)
     with pytest.raises(QRAGError, match="does not exist"):
@@ -203,7 +260,14 @@ def test_qdrant_document_order_is_reused_until_the_collection_changes(model: QRA
     assert grown.ranks(np.array([[1, 4]])).tolist() == [6]
     source.delete(["late"])
     assert source.layout({"kind": "odd"}).n == first.n
-    source.client.upsert("facts", [models.PointStruct(id=7, vector=[0.1] * 32, payload={"page_content": "x", "metadata": {"kind": "odd"}})])
+    source.client.upsert(
+        "facts",
+        [
+            models.PointStruct(
+                id=7, vector=[0.1] * 32, payload={"page_content": "x", "metadata": {"kind": "odd"}}
+            )
+        ],
+    )
     with pytest.raises(IndexMismatchError, match="without Q-RAG order fields"):
         source.layout({"kind": "odd"})
 
@@ -220,8 +284,11 @@ def test_stores_written_by_the_frameworks_own_pipelines_are_refused(model: QRAGM
     with pytest.raises(IndexMismatchError, match="without Q-RAG fields"):
         LangChainMemorySource(lc, model)
     simple = SimpleVectorStore()
-    VectorStoreIndex([TextNode(text=t) for t in TEXTS[:3]], embed_model=QRAGLlamaEmbedding(model),
-                     storage_context=StorageContext.from_defaults(vector_store=simple))
+    VectorStoreIndex(
+        [TextNode(text=t) for t in TEXTS[:3]],
+        embed_model=QRAGLlamaEmbedding(model),
+        storage_context=StorageContext.from_defaults(vector_store=simple),
+    )
     assert len(simple.data.embedding_dict) == 3
     with pytest.raises(IndexMismatchError, match="without Q-RAG fields"):
         LlamaIndexSimpleSource(simple, model)

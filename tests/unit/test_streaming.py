@@ -28,7 +28,22 @@ from qrag_integrations.ingest.sharded import (
 from qrag_integrations.ingest.sharded_store import write_shards
 from qrag_integrations.stores.qdrant import QdrantSource
 
-WORDS = "mary john went to the kitchen garden office apple milk football picked up dropped".split()
+WORDS = [
+    "mary",
+    "john",
+    "went",
+    "to",
+    "the",
+    "kitchen",
+    "garden",
+    "office",
+    "apple",
+    "milk",
+    "football",
+    "picked",
+    "up",
+    "dropped",
+]
 
 
 def corpus(n: int, seed: int = 0) -> list[str]:
@@ -100,10 +115,19 @@ def test_memory_is_bounded_by_one_shard_and_one_batch(tmp_path: Path, model: QRA
             yield text
 
     forward = model.chunk_encoder.forward
-    model.chunk_encoder.forward = lambda **kw: (batches.append(len(kw["input_ids"])), forward(**kw))[1]
+    model.chunk_encoder.forward = lambda **kw: (
+        batches.append(len(kw["input_ids"])),
+        forward(**kw),
+    )[1]
     try:
-        embed_corpus(model, texts(), tmp_path, shard_rows=shard_rows, batch_size=batch,
-                     progress=lambda rows, shards: done.__setitem__(0, rows))
+        embed_corpus(
+            model,
+            texts(),
+            tmp_path,
+            shard_rows=shard_rows,
+            batch_size=batch,
+            progress=lambda rows, shards: done.__setitem__(0, rows),
+        )
     finally:
         del model.chunk_encoder.forward
     assert max(ahead) == shard_rows and max(batches) == batch and sum(batches) == 40
@@ -142,7 +166,9 @@ def test_a_damaged_shard_is_refused_with_its_path(tmp_path: Path, model: QRAGMod
         list(read_shards(result.folder, model))
 
 
-def test_foreign_files_and_other_encoders_are_refused(tmp_path: Path, model: QRAGModel, tiny_bert_dir_48: Path) -> None:
+def test_foreign_files_and_other_encoders_are_refused(
+    tmp_path: Path, model: QRAGModel, tiny_bert_dir_48: Path
+) -> None:
     folder = cache_folder(tmp_path, model)
     folder.mkdir(parents=True)
     (folder / "notes.txt").write_text("mine")
@@ -159,13 +185,18 @@ def test_foreign_files_and_other_encoders_are_refused(tmp_path: Path, model: QRA
 def test_shards_feed_qdrant_and_a_chunk_index(tmp_path: Path, model: QRAGModel) -> None:
     texts = corpus(23)
     docs = [f"d{i // 9}" for i in range(23)]
-    result = embed_corpus(model, iter(texts), tmp_path, ids=(f"c{i}" for i in range(23)), shard_rows=5)
+    result = embed_corpus(
+        model, iter(texts), tmp_path, ids=(f"c{i}" for i in range(23)), shard_rows=5
+    )
     source = QdrantSource(QdrantClient(":memory:"), "corpus", model)
     shards = read_shards(result.folder, model)
     # an interrupted write: the first two shards only, then the whole thing again
     first = [next(shards), next(shards)]
     assert write_shards(source, first, iter(texts), doc_ids=iter(docs)) == 10
-    assert write_shards(source, read_shards(result.folder, model), iter(texts), doc_ids=iter(docs)) == 13
+    assert (
+        write_shards(source, read_shards(result.folder, model), iter(texts), doc_ids=iter(docs))
+        == 13
+    )
     assert source.count() == 23
     stored = source.get([f"c{i}" for i in range(23)])
     assert [c.text for c in stored] == texts
@@ -174,19 +205,28 @@ def test_shards_feed_qdrant_and_a_chunk_index(tmp_path: Path, model: QRAGModel) 
     _, emb = all_embeddings(result.folder, model)
     got = source.candidates(emb[7].numpy(), 23, None)
     by_id = dict(zip((c.id for c in got.chunks), got.vectors))
-    np.testing.assert_allclose(np.stack([by_id[f"c{i}"] for i in range(23)]), emb.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(
+        np.stack([by_id[f"c{i}"] for i in range(23)]), emb.numpy(), rtol=1e-6
+    )
     with pytest.raises(CorpusChangedError, match="rows 0-4"):
         write_shards(source, read_shards(result.folder, model), iter(corpus(23, seed=1)))
 
     index = ChunkIndex(model.embedding_dim)
     rows = iter(texts)
     for shard in read_shards(result.folder, model):
-        index.add([next(rows) for _ in shard.ids], shard.embeddings, ids=shard.ids, doc_ids=["doc"] * len(shard.ids))
+        index.add(
+            [next(rows) for _ in shard.ids],
+            shard.embeddings,
+            ids=shard.ids,
+            doc_ids=["doc"] * len(shard.ids),
+        )
     assert index.ids == [f"c{i}" for i in range(23)]
     assert torch.equal(index.snapshot().embeddings, emb)
 
 
-def test_default_document_continues_across_shards_and_a_resumed_write(tmp_path: Path, model: QRAGModel) -> None:
+def test_default_document_continues_across_shards_and_a_resumed_write(
+    tmp_path: Path, model: QRAGModel
+) -> None:
     texts = corpus(12)
     result = embed_corpus(model, iter(texts), tmp_path, shard_rows=5)
     source = QdrantSource(QdrantClient(":memory:"), "one-doc", model)
@@ -216,7 +256,10 @@ def test_release_freed_memory_is_harmless(monkeypatch: pytest.MonkeyPatch) -> No
     streaming._glibc_malloc_trim.cache_clear()
     assert (streaming._glibc_malloc_trim() is not None) == (platform.libc_ver()[0] == "glibc")
     assert streaming.release_freed_memory() in (True, False)
-    assert streaming.release_freed_memory() in (True, False)  # twice in a row: nothing left, no error
+    assert streaming.release_freed_memory() in (
+        True,
+        False,
+    )  # twice in a row: nothing left, no error
 
     def not_glibc(name: str) -> str:
         raise ValueError(f"unrecognized configuration name {name!r}")

@@ -37,7 +37,13 @@ def test_rank_seeds_keep_rank0_and_differ_elsewhere() -> None:
 def test_context_from_torchrun_environment() -> None:
     assert context_from_env({}) == DistContext(0, 1, 0)
     ctx = context_from_env({"RANK": "3", "WORLD_SIZE": "4", "LOCAL_RANK": "1"})
-    assert (ctx.rank, ctx.world_size, ctx.local_rank, ctx.enabled, ctx.is_main) == (3, 4, 1, True, False)
+    assert (ctx.rank, ctx.world_size, ctx.local_rank, ctx.enabled, ctx.is_main) == (
+        3,
+        4,
+        1,
+        True,
+        False,
+    )
     with pytest.raises(ValueError, match="RANK=4 WORLD_SIZE=4"):
         context_from_env({"RANK": "4", "WORLD_SIZE": "4"})
     assert rank_device("cuda", ctx) == "cuda:1" and rank_device("cpu", ctx) == "cpu"

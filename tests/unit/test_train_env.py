@@ -19,7 +19,9 @@ def state_text(question, picked, order):
 
 
 def make_episode(n=10, support=(3, 7), name="e"):
-    return Episode(id=name, question="Where?", chunks=[f"s{i}." for i in range(n)], support=list(support))
+    return Episode(
+        id=name, question="Where?", chunks=[f"s{i}." for i in range(n)], support=list(support)
+    )
 
 
 def make_env(max_steps=3, mode=PositionMode.RELATIVE, never_terminate=True):
@@ -94,7 +96,9 @@ class FakeEmbedder:
 
 def test_vector_env_auto_reset_and_views():
     episodes = iter([make_episode(6, name=f"e{i}") for i in range(10)])
-    venv = VectorEnv([make_env(max_steps=2) for _ in range(3)], lambda: next(episodes), FakeEmbedder())
+    venv = VectorEnv(
+        [make_env(max_steps=2) for _ in range(3)], lambda: next(episodes), FakeEmbedder()
+    )
     assert venv.reset() == ["Where?"] * 3
     rotated, mask = venv.rotated(), venv.masks()
     assert rotated.shape == (3, 6, 8) and mask.all()

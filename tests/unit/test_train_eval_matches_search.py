@@ -16,13 +16,19 @@ def test_greedy_retrieve_equals_multistep_searcher(tiny_bert_dir, mode, question
     from qrag_training.data import babilong_dataset
 
     torch.manual_seed(0)
-    config = QRAGConfig(base_model=str(tiny_bert_dir), position_mode=mode, question_weight=question_weight)
+    config = QRAGConfig(
+        base_model=str(tiny_bert_dir), position_mode=mode, question_weight=question_weight
+    )
     model = QRAGModel.from_base(config).eval()
     episodes = babilong_dataset("qa2", 4, 300, seed=7)
     picked_eval = [r.picked for r in greedy_retrieve(model, episodes, steps=4, batch_size=3)]
     for episode, expected in zip(episodes, picked_eval):
         index = ChunkIndex(model.embedding_dim)
-        index.add(episode.chunks, model.embed_chunks(episode.chunks), ids=[str(i) for i in range(len(episode.chunks))])
+        index.add(
+            episode.chunks,
+            model.embed_chunks(episode.chunks),
+            ids=[str(i) for i in range(len(episode.chunks))],
+        )
         hits = MultiStepSearcher(model, index).search([episode.question], k=4)[0]
         assert [int(h.chunk.id) for h in hits] == expected
 
@@ -37,7 +43,11 @@ def test_greedy_retrieve_stops_where_the_retriever_stops(tiny_bert_dir):
     searchers = []
     for episode in episodes:
         index = ChunkIndex(model.embedding_dim)
-        index.add(episode.chunks, model.embed_chunks(episode.chunks), ids=[str(i) for i in range(len(episode.chunks))])
+        index.add(
+            episode.chunks,
+            model.embed_chunks(episode.chunks),
+            ids=[str(i) for i in range(len(episode.chunks))],
+        )
         searchers.append((episode, MultiStepSearcher(model, index)))
     # a threshold inside the spread of the Q-values, so some searches stop early and some do not
     q = sorted(h.q_value for e, s in searchers for h in s.search([e.question], k=3)[0])

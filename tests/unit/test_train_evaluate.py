@@ -19,8 +19,15 @@ def test_fact_metrics():
 
 
 def episodes():
-    chunks = ["mary went to the kitchen.", "the cat is blue.", "john got the apple.", "the dog sat."]
-    return [Episode(id=str(i), question="where is mary?", chunks=chunks, support=[0]) for i in range(3)]
+    chunks = [
+        "mary went to the kitchen.",
+        "the cat is blue.",
+        "john got the apple.",
+        "the dog sat.",
+    ]
+    return [
+        Episode(id=str(i), question="where is mary?", chunks=chunks, support=[0]) for i in range(3)
+    ]
 
 
 def test_greedy_retrieve_picks_distinct_chunks(tiny_bert_dir):
@@ -44,7 +51,7 @@ def test_both_retrievers_search_in_eval_mode_and_restore_the_mode(tiny_bert_dir,
     model = load_model(str(tiny_bert_dir))
     model.train(mode)
     seen = []
-    embed = lambda texts: (seen.append(model.training), model.embed_chunks(texts))[1]  # noqa: E731
+    embed = lambda texts: (seen.append(model.training), model.embed_chunks(texts))[1]
     greedy_retrieve(model, episodes(), steps=2, embed=embed)
     dense_retrieve(model, episodes(), k=2, embed=embed)
     assert seen and not any(seen)  # no dropout while searching
@@ -79,19 +86,44 @@ def test_bm25_and_summary():
 
 
 def test_fact_em_at_facts_counts_only_the_first_picks():
-    two_facts = [Episode(id=str(i), question="where is the apple?", chunks=["a", "b", "c", "d"], support=[0, 2])
-                 for i in range(3)]
+    two_facts = [
+        Episode(
+            id=str(i), question="where is the apple?", chunks=["a", "b", "c", "d"], support=[0, 2]
+        )
+        for i in range(3)
+    ]
     results = [Retrieval([2, 0, 1]), Retrieval([0, 1, 2]), Retrieval([1, 3, 0])]
     summary = summarize(two_facts, results)
     assert summary["fact_em"] == pytest.approx(2 / 3)
-    assert summary["fact_em_at_facts"] == pytest.approx(1 / 3)  # only [2, 0] holds both facts in 2 picks
+    assert summary["fact_em_at_facts"] == pytest.approx(
+        1 / 3
+    )  # only [2, 0] holds both facts in 2 picks
 
 
 def test_cli_writes_samples_and_summary(tmp_path, tiny_bert_dir, capsys):
     out = tmp_path / "eval"
-    main(["--baseline", "base", "--base-model", str(tiny_bert_dir), "--env", "babilong",
-          "--set", "env.task=qa1", "--set", "env.eval_target_tokens=200", "--n", "3",
-          "--steps", "2", "--threads", "1", "--out", str(out)])
+    main(
+        [
+            "--baseline",
+            "base",
+            "--base-model",
+            str(tiny_bert_dir),
+            "--env",
+            "babilong",
+            "--set",
+            "env.task=qa1",
+            "--set",
+            "env.eval_target_tokens=200",
+            "--n",
+            "3",
+            "--steps",
+            "2",
+            "--threads",
+            "1",
+            "--out",
+            str(out),
+        ]
+    )
     summary = json.loads((out / "summary.json").read_text())
     assert summary["n"] == 3 and summary["steps"] == 2 and 0.0 <= summary["fact_f1"] <= 1.0
     rows = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]

@@ -25,8 +25,15 @@ def test_reward_once_when_support_complete_with_penalty():
 
 
 def test_no_penalty_gives_one_and_direct_hit_gives_one():
-    assert rewards(GroundTruthFeedback(penalize_extra_steps=False), episode(), [0, 2, 7, 5]) == [0, 0, 0, 1.0]
-    assert rewards(GroundTruthFeedback(penalize_extra_steps=True), episode(), [5, 2])[-1] == pytest.approx(1.0)
+    assert rewards(GroundTruthFeedback(penalize_extra_steps=False), episode(), [0, 2, 7, 5]) == [
+        0,
+        0,
+        0,
+        1.0,
+    ]
+    assert rewards(GroundTruthFeedback(penalize_extra_steps=True), episode(), [5, 2])[
+        -1
+    ] == pytest.approx(1.0)
 
 
 def test_per_fact_shaping():
@@ -52,5 +59,7 @@ def test_unlabeled_episode_never_rewards():
 def test_build_feedback():
     fb = build_feedback("ground_truth", penalize_extra_steps=False)
     assert isinstance(fb, GroundTruthFeedback) and fb.penalize_extra_steps is False
-    with pytest.raises(ValueError, match="unknown feedback kind 'oracle'; known: ground_truth, llm"):
+    with pytest.raises(
+        ValueError, match="unknown feedback kind 'oracle'; known: ground_truth, llm"
+    ):
         build_feedback("oracle")

@@ -15,7 +15,9 @@ FACT = "mary went to the kitchen."
 
 def episode(i: int = 0, answer: str | None = "kitchen") -> Episode:
     chunks = [f"noise {i} a.", FACT, f"noise {i} b.", f"noise {i} c."]
-    return Episode(id=str(i), question=f"where is mary {i}?", chunks=chunks, support=[1], answer=answer)
+    return Episode(
+        id=str(i), question=f"where is mary {i}?", chunks=chunks, support=[1], answer=answer
+    )
 
 
 def fact_reader() -> ScriptedReader:
@@ -24,7 +26,9 @@ def fact_reader() -> ScriptedReader:
 
 
 def rewards(fb: LLMAnswerFeedback, ep: Episode, picks: list[int]) -> list[float]:
-    return [fb.reward(ep, picks[: k + 1], k + 1, final=k + 1 == len(picks)) for k in range(len(picks))]
+    return [
+        fb.reward(ep, picks[: k + 1], k + 1, final=k + 1 == len(picks)) for k in range(len(picks))
+    ]
 
 
 def test_final_reward_in_em_and_f1_modes() -> None:
@@ -36,7 +40,9 @@ def test_final_reward_in_em_and_f1_modes() -> None:
     assert len(f1.reader.batches) == 1  # the steps before the last one ask nothing
     label = LLMAnswerFeedback(ScriptedReader(lambda p: "Mary is in the kitchen."), metric="label")
     assert rewards(label, episode(), [0, 1]) == [0.0, 1.0]
-    assert isinstance(em, BatchFeedback) and isinstance(em, Feedback) and em.requires_support is False
+    assert (
+        isinstance(em, BatchFeedback) and isinstance(em, Feedback) and em.requires_support is False
+    )
 
 
 def test_per_step_rewards_are_gains_that_sum_to_the_final_score() -> None:
@@ -54,7 +60,10 @@ def test_prompt_follows_the_chunk_order_and_template() -> None:
     fb.reward(episode(), [0, 2], 2, final=True)  # the same prompt in document order: cached
     assert reader.prompts == ["C:noise 0 a.\nnoise 0 b.|Q:where is mary 0?"]
     LLMAnswerFeedback(reader).reward(episode(), [2, 0], 2, final=True)  # retrieval order
-    assert reader.prompts[-1].startswith("Answer the question") and "noise 0 b.\nnoise 0 a." in reader.prompts[-1]
+    assert (
+        reader.prompts[-1].startswith("Answer the question")
+        and "noise 0 b.\nnoise 0 a." in reader.prompts[-1]
+    )
 
 
 def test_one_reader_call_per_step_for_every_finishing_environment() -> None:
@@ -130,8 +139,15 @@ def test_config_group_builds_the_reader_from_its_spec(monkeypatch) -> None:
 
     reader = fact_reader()
     calls = install_factory(monkeypatch, reader)
-    cfg = compose_config("babilong", ["feedback=llm", "feedback.reader='openai:http://h:8000/v1#m'",
-                                      "+feedback.reader_options.timeout=30", "feedback.metric=f1"])
+    cfg = compose_config(
+        "babilong",
+        [
+            "feedback=llm",
+            "feedback.reader='openai:http://h:8000/v1#m'",
+            "+feedback.reader_options.timeout=30",
+            "feedback.metric=f1",
+        ],
+    )
     fb = feedback_from(cfg)
     assert calls == [("openai:http://h:8000/v1#m", {"timeout": 30})]
     assert isinstance(fb, LLMAnswerFeedback) and fb.reader is reader and fb.metric == "f1"
@@ -145,8 +161,11 @@ def test_every_field_of_the_config_group_is_an_argument_and_documented() -> None
 
     from qrag_training.train import CONF_DIR
 
-    lines = [line for line in (Path(CONF_DIR) / "feedback" / "llm.yaml").read_text().splitlines()
-             if line and not line.startswith("#")]
+    lines = [
+        line
+        for line in (Path(CONF_DIR) / "feedback" / "llm.yaml").read_text().splitlines()
+        if line and not line.startswith("#")
+    ]
     keys = {line.split(":", 1)[0] for line in lines}
     params = set(inspect.signature(LLMAnswerFeedback.__init__).parameters) - {"self"}
     assert keys == {"kind"} | (params - {"reader"}) | {"reader", "reader_options"}

@@ -37,7 +37,9 @@ def test_hop_states_walk_the_gold_chunks_in_a_random_order() -> None:
 def test_loss_equals_a_plain_loop() -> None:
     g = torch.Generator().manual_seed(0)
     q = torch.randn(3, 6, generator=g)
-    available = torch.tensor([[1, 1, 1, 1, 1, 1], [0, 1, 1, 1, 0, 1], [1, 1, 0, 0, 1, 1]], dtype=torch.bool)
+    available = torch.tensor(
+        [[1, 1, 1, 1, 1, 1], [0, 1, 1, 1, 0, 1], [1, 1, 0, 0, 1, 1]], dtype=torch.bool
+    )
     positive = torch.zeros(3, 6, dtype=torch.bool)
     positive[0, [1, 4]] = True
     positive[1, 2] = True
@@ -46,27 +48,54 @@ def test_loss_equals_a_plain_loop() -> None:
     expected = []
     for row in range(3):
         z = sum(math.exp(float(q[row, j]) / t) for j in range(6) if available[row, j])
-        p = sum(math.exp(float(q[row, j]) / t) for j in range(6) if available[row, j] and positive[row, j])
+        p = sum(
+            math.exp(float(q[row, j]) / t)
+            for j in range(6)
+            if available[row, j] and positive[row, j]
+        )
         expected.append(-math.log(p / z))
-    assert float(next_hop_loss(q, available, positive, t)) == pytest.approx(sum(expected) / 3, rel=1e-5)
+    assert float(next_hop_loss(q, available, positive, t)) == pytest.approx(
+        sum(expected) / 3, rel=1e-5
+    )
 
 
 def _episodes() -> list[Episode]:
-    facts = ["mary went to the kitchen", "john took the milk there", "sandra is in the office",
-             "the cat is blue", "daniel went to the garden", "fred dropped the apple"]
+    facts = [
+        "mary went to the kitchen",
+        "john took the milk there",
+        "sandra is in the office",
+        "the cat is blue",
+        "daniel went to the garden",
+        "fred dropped the apple",
+    ]
     out = []
     for i in range(4):
         chunks = facts[i:] + facts[:i]
-        out.append(Episode(id=str(i), question=f"where is {chunks[0].split()[0]}", chunks=chunks, support=[0, 2]))
+        out.append(
+            Episode(
+                id=str(i),
+                question=f"where is {chunks[0].split()[0]}",
+                chunks=chunks,
+                support=[0, 2],
+            )
+        )
     return out
 
 
 def test_learner_step_lowers_the_loss_and_counts(tiny_bert_dir: Path) -> None:
     torch.manual_seed(0)
-    model = QRAGModel.from_base(QRAGConfig(base_model=str(tiny_bert_dir), trainable_layers=1)).eval()
+    model = QRAGModel.from_base(
+        QRAGConfig(base_model=str(tiny_bert_dir), trainable_layers=1)
+    ).eval()
     # the episodes share their chunks, so other episodes' chunks would be contradictory negatives
-    cfg = NextHopConfig(questions_per_step=4, lr=3e-3, warmup=1, total_updates=30, dropout=False,
-                        in_batch_negatives=False)
+    cfg = NextHopConfig(
+        questions_per_step=4,
+        lr=3e-3,
+        warmup=1,
+        total_updates=30,
+        dropout=False,
+        in_batch_negatives=False,
+    )
     learner = NextHopLearner(model, cfg, seed=0)
     episodes = _episodes()
     it = iter(episodes * 100)
@@ -84,7 +113,9 @@ def test_learner_step_lowers_the_loss_and_counts(tiny_bert_dir: Path) -> None:
 
 
 def test_in_batch_negatives_need_unrotated_chunks(tiny_bert_dir: Path) -> None:
-    model = QRAGModel.from_base(QRAGConfig(base_model=str(tiny_bert_dir), position_mode=PositionMode.RELATIVE))
+    model = QRAGModel.from_base(
+        QRAGConfig(base_model=str(tiny_bert_dir), position_mode=PositionMode.RELATIVE)
+    )
     with pytest.raises(ValueError, match="position_mode none"):
         NextHopLearner(model, NextHopConfig())
     learner = NextHopLearner(model, NextHopConfig(in_batch_negatives=False, questions_per_step=2))
@@ -109,28 +140,47 @@ def test_distill_loss_equals_a_plain_loop() -> None:
             ps = math.exp(float(q[row, j]) / t) / zs
             kl += pt * math.log(pt / ps)
         expected.append(kl)
-    assert float(distill_loss(q, teacher, available, t, tt)) == pytest.approx(sum(expected) / 2, rel=1e-5)
-    assert float(distill_loss(teacher * (t / tt), teacher, available, t, tt)) == pytest.approx(0.0, abs=1e-6)
+    assert float(distill_loss(q, teacher, available, t, tt)) == pytest.approx(
+        sum(expected) / 2, rel=1e-5
+    )
+    assert float(distill_loss(teacher * (t / tt), teacher, available, t, tt)) == pytest.approx(
+        0.0, abs=1e-6
+    )
 
 
 def test_distillation_pulls_first_picks_toward_the_base_ranking(tiny_bert_dir: Path) -> None:
     """With the distillation term weighing far more than the hop loss, the policy's
     question-only ranking moves toward the untrained base encoder's."""
     torch.manual_seed(0)
-    model = QRAGModel.from_base(QRAGConfig(base_model=str(tiny_bert_dir), trainable_layers=2)).eval()
+    model = QRAGModel.from_base(
+        QRAGConfig(base_model=str(tiny_bert_dir), trainable_layers=2)
+    ).eval()
     # scramble the trained layers so the policy starts far from the base ranking
     with torch.no_grad():
         for name, p in model.chunk_encoder.named_parameters():
             if p.requires_grad:
                 p.add_(torch.randn_like(p) * 0.5)
-    cfg = NextHopConfig(questions_per_step=4, lr=1e-3, warmup=1, total_updates=40, dropout=False,
-                        in_batch_negatives=False, distill_weight=100.0, distill_temperature=0.1, temperature=0.1)
+    cfg = NextHopConfig(
+        questions_per_step=4,
+        lr=1e-3,
+        warmup=1,
+        total_updates=40,
+        dropout=False,
+        in_batch_negatives=False,
+        distill_weight=100.0,
+        distill_temperature=0.1,
+        temperature=0.1,
+    )
     learner = NextHopLearner(model, cfg, seed=0)
-    assert learner.teacher is not None and not any(p.requires_grad for p in learner.teacher.parameters())
+    assert learner.teacher is not None and not any(
+        p.requires_grad for p in learner.teacher.parameters()
+    )
     it = iter(_episodes() * 100)
     stats = [learner.step(lambda: next(it)) for _ in range(30)]
     assert {"hop_loss", "distill_loss"} <= set(stats[0])
-    assert np.mean([s["distill_loss"] for s in stats[-5:]]) < 0.7 * np.mean([s["distill_loss"] for s in stats[:5]])
+    assert np.mean([s["distill_loss"] for s in stats[-5:]]) < 0.7 * np.mean(
+        [s["distill_loss"] for s in stats[:5]]
+    )
     assert NextHopLearner(model, NextHopConfig(in_batch_negatives=False)).teacher is None
 
 

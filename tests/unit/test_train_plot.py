@@ -12,8 +12,13 @@ from qrag_training.plot import compare_runs, main
 def _metrics(folder: Path, values: list[float]) -> Path:
     folder.mkdir(parents=True)
     rows = [{"step": 0, "eval/fact_em": values[0]}]
-    rows += [{"step": 10 * i, "seconds": 6.0 * i, "eval/fact_em": v, "loss": 1.0 / i} for i, v in enumerate(values[1:], 1)]
-    (folder / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    rows += [
+        {"step": 10 * i, "seconds": 6.0 * i, "eval/fact_em": v, "loss": 1.0 / i}
+        for i, v in enumerate(values[1:], 1)
+    ]
+    (folder / "metrics.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8"
+    )
     return folder
 
 
@@ -24,7 +29,9 @@ def test_compare_runs_writes_one_png(tmp_path: Path) -> None:
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_cli_compare_needs_out_and_labels(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_compare_needs_out_and_labels(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     a = _metrics(tmp_path / "a", [0.3, 0.5])
     with pytest.raises(SystemExit):
         main(["--compare", f"a={a}"])

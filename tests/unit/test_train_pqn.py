@@ -73,10 +73,25 @@ def agent_and_envs(tiny_bert_dir, **config):
 
     torch.manual_seed(0)
     model = QRAGModel.from_base(QRAGConfig(base_model=str(tiny_bert_dir), trainable_layers=1))
-    agent = PQNAgent(model, PQNConfig(warmup=2, total_updates=10, learning_start=4, lr=1e-3, **config), seed=0)
-    chunks = ["mary went to the kitchen.", "the cat is blue.", "john got the apple.", "the dog sat."]
-    episodes = iter([Episode(id=str(i), question="where is mary?", chunks=chunks, support=[0]) for i in range(100)])
-    envs = [RetrievalEnv(EnvSettings(max_steps=2), GroundTruthFeedback(), model.state_text) for _ in range(2)]
+    agent = PQNAgent(
+        model, PQNConfig(warmup=2, total_updates=10, learning_start=4, lr=1e-3, **config), seed=0
+    )
+    chunks = [
+        "mary went to the kitchen.",
+        "the cat is blue.",
+        "john got the apple.",
+        "the dog sat.",
+    ]
+    episodes = iter(
+        [
+            Episode(id=str(i), question="where is mary?", chunks=chunks, support=[0])
+            for i in range(100)
+        ]
+    )
+    envs = [
+        RetrievalEnv(EnvSettings(max_steps=2), GroundTruthFeedback(), model.state_text)
+        for _ in range(2)
+    ]
     venv = VectorEnv(envs, lambda: next(episodes), agent)
     venv.reset()
     return model, agent, venv
@@ -107,7 +122,9 @@ def test_agent_learns_and_updates_targets(tiny_bert_dir):
 
 
 @pytest.mark.parametrize("bootstrap", [False, True])
-def test_final_states_are_valued_only_when_the_return_bootstraps_there(tiny_bert_dir, monkeypatch, bootstrap):
+def test_final_states_are_valued_only_when_the_return_bootstraps_there(
+    tiny_bert_dir, monkeypatch, bootstrap
+):
     """The value of a truncated episode's final state costs a state encoding: it is computed
     only with ``bootstrap_truncation``; the default return ends at the step cap without it."""
     _, agent, venv = agent_and_envs(tiny_bert_dir, bootstrap_truncation=bootstrap)
@@ -131,7 +148,9 @@ def test_online_and_target_forward_shares_frozen_layers_exactly(tiny_bert_dir):
 
     from qrag_integrations import QRAGConfig, QRAGModel
 
-    model = QRAGModel.from_base(QRAGConfig(base_model=str(tiny_bert_dir), trainable_layers=1)).eval()
+    model = QRAGModel.from_base(
+        QRAGConfig(base_model=str(tiny_bert_dir), trainable_layers=1)
+    ).eval()
     target = copy.deepcopy(model.chunk_encoder)
     with torch.no_grad():
         for p in target.layers()[-1].parameters():
@@ -142,4 +161,6 @@ def test_online_and_target_forward_shares_frozen_layers_exactly(tiny_bert_dir):
         torch.testing.assert_close(online, model.chunk_encoder(**batch))
         torch.testing.assert_close(tgt, target(**batch))
         assert not torch.allclose(online, tgt)
-    assert len(target.layers()) == 2 and all(type(m).__name__ != "_Replay" for m in target.modules())
+    assert len(target.layers()) == 2 and all(
+        type(m).__name__ != "_Replay" for m in target.modules()
+    )

@@ -72,7 +72,12 @@ def random_rollout(seed, t_len=9, b_len=5):
 
 def run(rewards, term, trunc, values, gamma, lam):
     return q_lambda_returns(
-        torch.tensor(rewards), torch.tensor(term), torch.tensor(trunc), torch.tensor(values), gamma, lam
+        torch.tensor(rewards),
+        torch.tensor(term),
+        torch.tensor(trunc),
+        torch.tensor(values),
+        gamma,
+        lam,
     )
 
 
@@ -101,12 +106,14 @@ def test_lambda_one_is_monte_carlo_with_bootstrap_at_the_end():
     values = [[9.0], [9.0], [9.0], [2.0]]
     no = [[False]] * 4
     got = run(rewards, no, no, values, 0.5, 1.0)[:, 0]
-    expected = torch.tensor([
-        0 + 0.5 * 1 + 0.25 * 0 + 0.125 * 0.5 + 0.0625 * 2,
-        1 + 0.5 * 0 + 0.25 * 0.5 + 0.125 * 2,
-        0 + 0.5 * 0.5 + 0.25 * 2,
-        0.5 + 0.5 * 2,
-    ])
+    expected = torch.tensor(
+        [
+            0 + 0.5 * 1 + 0.25 * 0 + 0.125 * 0.5 + 0.0625 * 2,
+            1 + 0.5 * 0 + 0.25 * 0.5 + 0.125 * 2,
+            0 + 0.5 * 0.5 + 0.25 * 2,
+            0.5 + 0.5 * 2,
+        ]
+    )
     torch.testing.assert_close(got, expected)
 
 
@@ -129,6 +136,8 @@ def test_termination_cuts_the_value():
 
 def test_shape_checks():
     with pytest.raises(ValueError):
-        q_lambda_returns(torch.zeros(3, 2), torch.zeros(3, 2), torch.zeros(3, 2), torch.zeros(2, 2), 0.9, 0.5)
+        q_lambda_returns(
+            torch.zeros(3, 2), torch.zeros(3, 2), torch.zeros(3, 2), torch.zeros(2, 2), 0.9, 0.5
+        )
     with pytest.raises(ValueError):
         q_lambda_returns(torch.zeros(3), torch.zeros(3), torch.zeros(3), torch.zeros(3), 0.9, 0.5)

@@ -77,18 +77,24 @@ def test_model_code_in_a_checkpoint_is_never_run(copy: Path, model_type: str) ->
 
 
 def test_tokenizer_code_in_a_checkpoint_is_never_run(copy: Path) -> None:
-    marker = ship_code(copy / "tokenizer", "tokenizer_config.json", TOKENIZER_CODE, tokenizer_class="EvilTokenizer")
+    marker = ship_code(
+        copy / "tokenizer", "tokenizer_config.json", TOKENIZER_CODE, tokenizer_class="EvilTokenizer"
+    )
     with pytest.raises(CheckpointError, match="cannot load tokenizer"):
         ckpt_mod._load_tokenizer(copy / "tokenizer")
     assert not marker.exists()
 
 
 @pytest.mark.parametrize("model_type", ["bert", "evil"])
-def test_code_in_a_base_encoder_folder_is_never_run(tiny_bert_dir: Path, tmp_path: Path, model_type: str) -> None:
+def test_code_in_a_base_encoder_folder_is_never_run(
+    tiny_bert_dir: Path, tmp_path: Path, model_type: str
+) -> None:
     """A partial checkpoint's manifest names its base encoder: a folder or hub model of anyone's."""
     base = Path(shutil.copytree(tiny_bert_dir, tmp_path / "base"))
     ship_code(base, "config.json", MODEL_CODE, model_type=model_type)
-    marker = ship_code(base, "tokenizer_config.json", TOKENIZER_CODE, tokenizer_class="EvilTokenizer")
+    marker = ship_code(
+        base, "tokenizer_config.json", TOKENIZER_CODE, tokenizer_class="EvilTokenizer"
+    )
     try:
         QRAGModel.from_base(QRAGConfig(base_model=str(base)))
     except CheckpointError:
@@ -96,10 +102,14 @@ def test_code_in_a_base_encoder_folder_is_never_run(tiny_bert_dir: Path, tmp_pat
     assert not marker.exists()
 
 
-@pytest.mark.parametrize("value", ["/etc/hostname", "../outside.json", "sub/vocab.txt", ["vocab.txt"]])
+@pytest.mark.parametrize(
+    "value", ["/etc/hostname", "../outside.json", "sub/vocab.txt", ["vocab.txt"]]
+)
 def test_tokenizer_files_come_only_from_the_tokenizer_folder(copy: Path, value: object) -> None:
     edit_json(copy / "tokenizer" / "tokenizer_config.json", vocab_file=value)
-    with pytest.raises(CheckpointError, match=r"tokenizer_config.json names files outside .*vocab_file"):
+    with pytest.raises(
+        CheckpointError, match=r"tokenizer_config.json names files outside .*vocab_file"
+    ):
         load_model(str(copy))
 
 
@@ -113,7 +123,10 @@ def test_a_plain_file_name_in_the_tokenizer_config_is_fine(copy: Path) -> None:
     [
         ({"vocab_size": 10**9}, r"embeddings.word_embeddings.weight is \(1000000000, 32\) there"),
         ({"num_hidden_layers": 500}, r"parameters there, \d+ in the file"),
-        ({"hidden_size": 4096, "intermediate_size": 16384}, r"is \(4096,\) there, \(32,\) in the file"),
+        (
+            {"hidden_size": 4096, "intermediate_size": 16384},
+            r"is \(4096,\) there, \(32,\) in the file",
+        ),
     ],
 )
 def test_an_encoder_config_larger_than_its_weights_is_refused_before_allocating(
@@ -121,7 +134,10 @@ def test_an_encoder_config_larger_than_its_weights_is_refused_before_allocating(
 ) -> None:
     edit_json(copy / "chunk_encoder" / "config.json", **change)
     monkeypatch.setattr(ckpt_mod.AutoModel, "from_pretrained", never_called)
-    with pytest.raises(CheckpointError, match=rf"chunk_encoder/config.json does not describe the weights .*{message}"):
+    with pytest.raises(
+        CheckpointError,
+        match=rf"chunk_encoder/config.json does not describe the weights .*{message}",
+    ):
         ckpt_mod._load_encoder_dir(copy / "chunk_encoder", QRAGConfig())
 
 
@@ -156,5 +172,8 @@ def test_an_index_manifest_size_is_checked_against_the_file_before_reading(
     index.save(tmp_path / "idx")
     edit_json(tmp_path / "idx" / "index.json", size=size)
     monkeypatch.setattr(index_mod, "load_file", never_called)
-    with pytest.raises(QRAGError, match=r"embeddings.safetensors holds \{'embeddings': \(3, 8\)\}, but .*index.json says"):
+    with pytest.raises(
+        QRAGError,
+        match=r"embeddings.safetensors holds \{'embeddings': \(3, 8\)\}, but .*index.json says",
+    ):
         ChunkIndex.load(tmp_path / "idx")

@@ -107,7 +107,9 @@ def episode_prompt(episode: Episode, ids: Sequence[int], template: str) -> str:
     return build_prompt(episode.question, [episode.chunks[i] for i in ids], template)
 
 
-def generate_answers(reader: Reader, prompts: Sequence[str], batch_size: int | None = None) -> list[str]:
+def generate_answers(
+    reader: Reader, prompts: Sequence[str], batch_size: int | None = None
+) -> list[str]:
     """The reader's answers to ``prompts``, ``batch_size`` prompts per call (``None``: one call).
 
     Raises:
@@ -125,7 +127,9 @@ def generate_answers(reader: Reader, prompts: Sequence[str], batch_size: int | N
         except ReaderError:
             raise
         except Exception as err:
-            raise ReaderError(f"reader {name} failed on a batch of {len(batch)} prompts: {err!r}") from err
+            raise ReaderError(
+                f"reader {name} failed on a batch of {len(batch)} prompts: {err!r}"
+            ) from err
         if not isinstance(got, list) or len(got) != len(batch):
             count = len(got) if isinstance(got, Sequence) else type(got).__name__
             raise ReaderError(f"reader {name} returned {count} answers for {len(batch)} prompts")
@@ -136,7 +140,9 @@ def generate_answers(reader: Reader, prompts: Sequence[str], batch_size: int | N
     return answers
 
 
-def babilong_match(answer: str, gold: str, question: str, labels: Sequence[str] = BABI_LABELS) -> float:
+def babilong_match(
+    answer: str, gold: str, question: str, labels: Sequence[str] = BABI_LABELS
+) -> float:
     """BabiLong's answer metric: 1.0 when the answer's first sentence (lower-cased, up to the
     first ".") names ``gold`` and no other label, labels that the question names not counted."""
     first = answer.lower().split(".")[0]
@@ -164,7 +170,11 @@ def answer_summary(
     over the episodes with a gold answer, and their number."""
     scored = [(a, e) for e, a in zip(episodes, answers) if e.answer is not None]
     n = len(scored)
-    metrics = {"answer_em": "em", "answer_f1": "f1", **({"answer_label": "label"} if label_match else {})}
+    metrics = {
+        "answer_em": "em",
+        "answer_f1": "f1",
+        **({"answer_label": "label"} if label_match else {}),
+    }
     out: dict[str, float] = {
         key: sum(answer_score(a, str(e.answer), m, e.question) for a, e in scored) / n if n else 0.0
         for key, m in metrics.items()

@@ -65,7 +65,9 @@ def greedy_retrieve(
                 indexes.append(index)
             searcher = MultiStepSearcher(model, indexes[0])
             hits = searcher.search_each([e.question for e in batch], indexes, steps, stop_threshold)
-            results += [Retrieval([int(h.chunk.id) for h in row], [h.q_value for h in row]) for row in hits]
+            results += [
+                Retrieval([int(h.chunk.id) for h in row], [h.q_value for h in row]) for row in hits
+            ]
     return results
 
 
@@ -87,7 +89,9 @@ def dense_retrieve(
     with eval_mode(model):
         for episode in episodes:
             chunks = torch.nn.functional.normalize(embed(episode.chunks).float(), dim=-1)
-            query = torch.nn.functional.normalize(model.embed_states([episode.question]).float(), dim=-1)
+            query = torch.nn.functional.normalize(
+                model.embed_states([episode.question]).float(), dim=-1
+            )
             scores = (query @ chunks.T)[0]
             top = torch.topk(scores, min(k, len(episode.chunks)))
             results.append(Retrieval(top.indices.tolist(), top.values.tolist()))
@@ -101,8 +105,12 @@ def bm25_retrieve(episodes: Sequence[Episode], k: int) -> list[Retrieval]:
     results = []
     for episode in episodes:
         retriever = bm25s.BM25()
-        retriever.index(bm25s.tokenize(episode.chunks, stopwords="en", show_progress=False), show_progress=False)
-        query = bm25s.tokenize([episode.question], stopwords="en", return_ids=False, show_progress=False)
+        retriever.index(
+            bm25s.tokenize(episode.chunks, stopwords="en", show_progress=False), show_progress=False
+        )
+        query = bm25s.tokenize(
+            [episode.question], stopwords="en", return_ids=False, show_progress=False
+        )
         docs, scores = retriever.retrieve(query, k=min(k, len(episode.chunks)), show_progress=False)
         results.append(Retrieval([int(i) for i in docs[0]], [float(s) for s in scores[0]]))
     return results

@@ -46,6 +46,7 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
+
 def stripe(items: Sequence[T], rank: int, world_size: int) -> list[T]:
     """Rank ``rank``'s share of ``items``: every ``world_size``-th item starting at ``rank``.
 
@@ -157,7 +158,9 @@ def context_from_env(environ: Mapping[str, str] | None = None) -> DistContext:
     rank = int(env.get("RANK", "0") or 0)
     local = int(env.get("LOCAL_RANK", str(rank)) or 0)
     if world < 1 or not 0 <= rank < world or local < 0:
-        raise ValueError(f"bad torch.distributed environment: RANK={rank} WORLD_SIZE={world} LOCAL_RANK={local}")
+        raise ValueError(
+            f"bad torch.distributed environment: RANK={rank} WORLD_SIZE={world} LOCAL_RANK={local}"
+        )
     return DistContext(rank, world, local)
 
 
@@ -173,7 +176,9 @@ def default_backend(device: str) -> str:
     return "nccl" if torch.device(device).type == "cuda" else "gloo"
 
 
-def init_distributed(ctx: DistContext, device: str, backend: str | None = None, timeout_minutes: float = 30.0) -> None:
+def init_distributed(
+    ctx: DistContext, device: str, backend: str | None = None, timeout_minutes: float = 30.0
+) -> None:
     """Join the process group of a multi-rank run (``MASTER_ADDR`` / ``MASTER_PORT`` from torchrun).
 
     Nothing happens for a single process or when the group already exists.
@@ -190,9 +195,18 @@ def init_distributed(ctx: DistContext, device: str, backend: str | None = None, 
         torch.cuda.set_device(torch.device(device))
     backend = backend or default_backend(device)
     dist.init_process_group(
-        backend, rank=ctx.rank, world_size=ctx.world_size, timeout=datetime.timedelta(minutes=timeout_minutes)
+        backend,
+        rank=ctx.rank,
+        world_size=ctx.world_size,
+        timeout=datetime.timedelta(minutes=timeout_minutes),
     )
-    logger.info("rank %d of %d joined the %s process group (device %s)", ctx.rank, ctx.world_size, backend, device)
+    logger.info(
+        "rank %d of %d joined the %s process group (device %s)",
+        ctx.rank,
+        ctx.world_size,
+        backend,
+        device,
+    )
 
 
 def quiet_other_ranks(ctx: DistContext) -> None:
@@ -208,12 +222,15 @@ def shutdown(ctx: DistContext) -> None:
         dist.destroy_process_group()
 
 
-def reduce_record(ctx: DistContext, returns: list[float], solved: list[bool], window: dict[str, list[float]]) -> dict[str, Any]:
+def reduce_record(
+    ctx: DistContext, returns: list[float], solved: list[bool], window: dict[str, list[float]]
+) -> dict[str, Any]:
     """A training log record over all ranks' episodes and steps: episode count, mean reward and
     success, and the mean of every ``window`` series (a collective: every rank calls it)."""
     keys = list(window)
     sums = ctx.sum_floats(
-        [sum(returns), len(returns), float(sum(solved))] + [x for k in keys for x in (sum(window[k]), len(window[k]))]
+        [sum(returns), len(returns), float(sum(solved))]
+        + [x for k in keys for x in (sum(window[k]), len(window[k]))]
     )
     out: dict[str, Any] = {"episodes": int(sums[1])}
     out["reward"] = sums[0] / sums[1] if sums[1] else None
@@ -223,4 +240,3 @@ def reduce_record(ctx: DistContext, returns: list[float], solved: list[bool], wi
         if count:
             out[k] = total / count
     return out
-

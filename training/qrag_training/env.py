@@ -100,14 +100,18 @@ class RetrievalEnv:
 
     def _layout(self) -> np.ndarray:
         s = self.settings
-        return layout(s.position_mode, self.num_chunks, self.picked, s.relative_step, s.relative_span)
+        return layout(
+            s.position_mode, self.num_chunks, self.picked, s.relative_step, s.relative_span
+        )
 
     def reset(self, episode: Episode) -> str:
         """Start ``episode``; returns the initial state text."""
         if not episode.chunks:
             raise ValueError(f"episode {episode.id!r} has no chunks")
         if self.feedback.requires_support and not episode.support:
-            raise ValueError(f"episode {episode.id!r} has no supporting facts; the feedback needs them")
+            raise ValueError(
+                f"episode {episode.id!r} has no supporting facts; the feedback needs them"
+            )
         self.episode = episode
         self.picked = []
         self.mask = np.ones(len(episode.chunks), dtype=bool)
@@ -158,7 +162,9 @@ class RetrievalEnv:
         the episode."""
         if self.episode is None:
             raise RuntimeError("call reset() first")
-        solved = not self.feedback.never_terminate and self.feedback.terminal(self.episode, self.picked)
+        solved = not self.feedback.never_terminate and self.feedback.terminal(
+            self.episode, self.picked
+        )
         terminated = self._exhausted or solved
         truncated = self._capped and not terminated
         self.episode_return += float(reward)
@@ -253,7 +259,9 @@ class VectorEnv:
     def masks(self) -> torch.Tensor:
         """``(B, N_max)`` bool, ``True`` where a chunk can be picked (padding is ``False``)."""
         return pad_sequence(
-            [torch.from_numpy(env.mask.copy()) for env in self.envs], batch_first=True, padding_value=False
+            [torch.from_numpy(env.mask.copy()) for env in self.envs],
+            batch_first=True,
+            padding_value=False,
         ).to(self.device)
 
     def rotated(self, target: bool = False) -> torch.Tensor:
@@ -361,8 +369,10 @@ class EpisodeStream:
         order = np.random.default_rng(self.seed + self.pass_index).permutation(len(self._pool))
         self._order = np.asarray(stripe(order, self.rank, self.world_size), dtype=order.dtype)
         if not len(self._order):
-            raise ValueError(f"the training pool ({len(self._pool)} episodes) has none for rank {self.rank} "
-                             f"of {self.world_size}")
+            raise ValueError(
+                f"the training pool ({len(self._pool)} episodes) has none for rank {self.rank} "
+                f"of {self.world_size}"
+            )
 
     def __call__(self) -> Episode:
         if self._order is None:

@@ -127,31 +127,76 @@ def build_parser() -> argparse.ArgumentParser:
         description="Evaluate a Q-RAG checkpoint or a baseline retriever (fact EM / F1).",
     )
     who = p.add_mutually_exclusive_group(required=True)
-    who.add_argument("checkpoint", nargs="?", help="Q-RAG checkpoint folder (out_dir/best, out_dir/last)")
-    who.add_argument("--baseline", choices=BASELINES, help="evaluate a baseline instead of a checkpoint")
-    p.add_argument("--env", default="babilong", help="data set config in conf/env/ (babilong, ruler, hotpotqa, musique, twowiki, custom)")
+    who.add_argument(
+        "checkpoint", nargs="?", help="Q-RAG checkpoint folder (out_dir/best, out_dir/last)"
+    )
+    who.add_argument(
+        "--baseline", choices=BASELINES, help="evaluate a baseline instead of a checkpoint"
+    )
+    p.add_argument(
+        "--env",
+        default="babilong",
+        help="data set config in conf/env/ (babilong, ruler, hotpotqa, musique, twowiki, custom)",
+    )
     p.add_argument("--jsonl", help="custom-format JSONL file (implies --env custom)")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="Hydra override of the config tree, e.g. env.task=qa1 or env.eval_target_tokens=16000 (repeatable)")
-    p.add_argument("--n", type=int, help="number of held-out episodes (default: eval_episodes of the config)")
-    p.add_argument("--seed", type=int, help="seed of generated held-out episodes (default: eval_seed of the config)")
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="Hydra override of the config tree, e.g. env.task=qa1 or env.eval_target_tokens=16000 (repeatable)",
+    )
+    p.add_argument(
+        "--n", type=int, help="number of held-out episodes (default: eval_episodes of the config)"
+    )
+    p.add_argument(
+        "--seed",
+        type=int,
+        help="seed of generated held-out episodes (default: eval_seed of the config)",
+    )
     p.add_argument("--steps", type=int, help="picks per episode (default: env.max_steps)")
-    p.add_argument("--stop-threshold", type=float, help="stop before a pick whose Q-value is below this (as QRAGRetriever's stop_threshold)")
-    p.add_argument("--base-model", help="base encoder of the base/dense baselines (default: the config's model.base_model)")
+    p.add_argument(
+        "--stop-threshold",
+        type=float,
+        help="stop before a pick whose Q-value is below this (as QRAGRetriever's stop_threshold)",
+    )
+    p.add_argument(
+        "--base-model",
+        help="base encoder of the base/dense baselines (default: the config's model.base_model)",
+    )
     p.add_argument("--device", default="cpu", help="torch device (cpu, cuda, ...)")
     p.add_argument("--batch-size", type=int, default=16, help="episodes retrieved together")
     p.add_argument("--threads", type=int, help="torch.set_num_threads")
     p.add_argument("--out", help="output folder for samples.jsonl and summary.json")
     r = p.add_argument_group("answers (a reader LLM answers from the retrieved chunks)")
-    r.add_argument("--reader", help="reader spec: local, local:PATH, openai:BASE_URL#MODEL, vllm:MODEL")
-    r.add_argument("--reader-option", dest="reader_options", action="append", default=[], metavar="KEY=VALUE",
-                   help="keyword argument of the reader (value read as JSON, else a string; repeatable)")
-    r.add_argument("--answer-chunks", default="all", type=chunk_selection_arg,
-                   help="chunks the reader sees: all, first:N (first N picks) or q>=T (picks with Q-value >= T)")
-    r.add_argument("--reader-order", choices=CHUNK_ORDERS, default="retrieval",
-                   help="chunk order in the prompt: retrieval (pick / rank order) or document")
-    r.add_argument("--reader-template",
-                   help="file with the prompt template ({context}, {question}); default: the readers' DEFAULT_TEMPLATE")
+    r.add_argument(
+        "--reader", help="reader spec: local, local:PATH, openai:BASE_URL#MODEL, vllm:MODEL"
+    )
+    r.add_argument(
+        "--reader-option",
+        dest="reader_options",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="keyword argument of the reader (value read as JSON, else a string; repeatable)",
+    )
+    r.add_argument(
+        "--answer-chunks",
+        default="all",
+        type=chunk_selection_arg,
+        help="chunks the reader sees: all, first:N (first N picks) or q>=T (picks with Q-value >= T)",
+    )
+    r.add_argument(
+        "--reader-order",
+        choices=CHUNK_ORDERS,
+        default="retrieval",
+        help="chunk order in the prompt: retrieval (pick / rank order) or document",
+    )
+    r.add_argument(
+        "--reader-template",
+        help="file with the prompt template ({context}, {question}); default: the readers' DEFAULT_TEMPLATE",
+    )
     r.add_argument("--reader-batch", type=int, default=16, help="prompts per reader call")
     return p
 
@@ -174,14 +219,22 @@ def retrieve(
             return name, dense_retrieve(model, episodes, steps)
         return name, greedy_retrieve(model, episodes, steps, args.batch_size, args.stop_threshold)
     model = load_model(args.checkpoint, device=args.device)
-    return str(args.checkpoint), greedy_retrieve(model, episodes, steps, args.batch_size, args.stop_threshold)
+    return str(args.checkpoint), greedy_retrieve(
+        model, episodes, steps, args.batch_size, args.stop_threshold
+    )
 
 
 def _reader_settings(args: argparse.Namespace) -> tuple[Reader, str]:
     """The reader and prompt template of the arguments (errors before any retrieval runs)."""
     if args.answer_chunks.min_score is not None and args.baseline in NOT_Q_VALUES:
-        raise ValueError(f"--answer-chunks {args.answer_chunks} needs Q-values; --baseline {args.baseline} has none")
-    template = Path(args.reader_template).read_text(encoding="utf-8") if args.reader_template else DEFAULT_TEMPLATE
+        raise ValueError(
+            f"--answer-chunks {args.answer_chunks} needs Q-values; --baseline {args.baseline} has none"
+        )
+    template = (
+        Path(args.reader_template).read_text(encoding="utf-8")
+        if args.reader_template
+        else DEFAULT_TEMPLATE
+    )
     return load_reader(args.reader, reader_options(args.reader_options)), template
 
 
@@ -208,7 +261,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     run_config = run_config_from(cfg)
     reader, template = _reader_settings(args) if args.reader else (None, "")
     reading = reader is not None
-    episodes = load_episodes(cfg, run_config, "eval", needs_support=not reading, needs_answer=reading)
+    episodes = load_episodes(
+        cfg, run_config, "eval", needs_support=not reading, needs_answer=reading
+    )
     steps = int(args.steps or run_config.max_steps)
     feedback = feedback_from(cfg)
 
@@ -232,7 +287,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if reader is not None:
         started = time.perf_counter()
         chosen, answers = answer_episodes(
-            reader, episodes, results, args.answer_chunks, template, args.reader_order, args.reader_batch
+            reader,
+            episodes,
+            results,
+            args.answer_chunks,
+            template,
+            args.reader_order,
+            args.reader_batch,
         )
         summary.update(answer_summary(episodes, answers, label_match=_label_match(cfg)))
         summary.update(
@@ -245,8 +306,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             }
         )
     if args.out:
-        write_samples(Path(args.out), episodes, results, args.baseline in NOT_Q_VALUES, chosen, answers,
-                      _label_match(cfg))
+        write_samples(
+            Path(args.out),
+            episodes,
+            results,
+            args.baseline in NOT_Q_VALUES,
+            chosen,
+            answers,
+            _label_match(cfg),
+        )
         write_json_atomic(Path(args.out) / "summary.json", summary)
     return summary
 
@@ -281,7 +349,13 @@ def write_samples(
             score_key: result.scores,
         }
         if answers:
-            row.update({"reader_chunks": list(chosen[i]), "answer": answers[i], "gold_answer": episode.answer})
+            row.update(
+                {
+                    "reader_chunks": list(chosen[i]),
+                    "answer": answers[i],
+                    "gold_answer": episode.answer,
+                }
+            )
             if episode.answer is not None:
                 row.update(answer_summary([episode], answers[i : i + 1], label_match))
                 row.pop("n_answers")

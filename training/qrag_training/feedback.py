@@ -33,7 +33,9 @@ class Feedback(Protocol):
     requires_support: bool
     """Whether episodes must carry supporting-fact labels (``Episode.support``)."""
 
-    def reward(self, episode: Episode, picked: Sequence[int], step: int, final: bool = False) -> float:
+    def reward(
+        self, episode: Episode, picked: Sequence[int], step: int, final: bool = False
+    ) -> float:
         """Reward for the latest pick.
 
         Args:
@@ -84,7 +86,9 @@ def score_picks(feedback: Feedback, queries: Sequence[RewardQuery]) -> list[floa
         return []
     if isinstance(feedback, BatchFeedback):
         return [float(r) for r in feedback.rewards(queries)]
-    return [float(feedback.reward(q.episode, list(q.picked), q.step, final=q.final)) for q in queries]
+    return [
+        float(feedback.reward(q.episode, list(q.picked), q.step, final=q.final)) for q in queries
+    ]
 
 
 class GroundTruthFeedback:
@@ -116,7 +120,9 @@ class GroundTruthFeedback:
         """Whether every supporting fact is among ``picked`` (false for unlabeled episodes)."""
         return bool(episode.support) and set(episode.support).issubset(picked)
 
-    def reward(self, episode: Episode, picked: Sequence[int], step: int, final: bool = False) -> float:
+    def reward(
+        self, episode: Episode, picked: Sequence[int], step: int, final: bool = False
+    ) -> float:
         """See :meth:`Feedback.reward`."""
         if not picked:
             return 0.0

@@ -133,7 +133,9 @@ class LLMAnswerFeedback:
         return cls(load_reader(reader, reader_options), **kwargs)
 
     # -- Feedback protocol ------------------------------------------------------------------------
-    def reward(self, episode: Episode, picked: Sequence[int], step: int, final: bool = False) -> float:
+    def reward(
+        self, episode: Episode, picked: Sequence[int], step: int, final: bool = False
+    ) -> float:
         """See :meth:`qrag_training.feedback.Feedback.reward` (one query of :meth:`rewards`)."""
         return self.rewards([RewardQuery(episode, tuple(picked), final)])[0]
 
@@ -146,7 +148,9 @@ class LLMAnswerFeedback:
         needed: list[tuple[Episode, tuple[int, ...]]] = []
         for q in queries:
             if q.episode.answer is None:
-                raise ValueError(f"episode {q.episode.id!r} has no gold answer; feedback=llm needs one")
+                raise ValueError(
+                    f"episode {q.episode.id!r} has no gold answer; feedback=llm needs one"
+                )
             if self.per_step:
                 needed += [(q.episode, q.picked), (q.episode, q.picked[:-1])]
             elif q.final:
@@ -155,7 +159,10 @@ class LLMAnswerFeedback:
         out = []
         for q in queries:
             if self.per_step:
-                out.append(scores[self._key(q.episode, q.picked)] - scores[self._key(q.episode, q.picked[:-1])])
+                out.append(
+                    scores[self._key(q.episode, q.picked)]
+                    - scores[self._key(q.episode, q.picked[:-1])]
+                )
             else:
                 out.append(scores[self._key(q.episode, q.picked)] if q.final else 0.0)
         return out
@@ -166,7 +173,9 @@ class LLMAnswerFeedback:
         ids = ordered(picked, self.chunk_order)
         return str(episode.answer), (episode.question, tuple(episode.chunks[i] for i in ids))
 
-    def _scores(self, needed: Sequence[tuple[Episode, tuple[int, ...]]]) -> dict[tuple[str, CacheKey], float]:
+    def _scores(
+        self, needed: Sequence[tuple[Episode, tuple[int, ...]]]
+    ) -> dict[tuple[str, CacheKey], float]:
         """Score of every ``(episode, picks)``; empty picks score 0 without asking the reader."""
         scores: dict[tuple[str, CacheKey], float] = {}
         missing: dict[CacheKey, tuple[Episode, tuple[int, ...]]] = {}
@@ -183,7 +192,8 @@ class LLMAnswerFeedback:
                     answers[key] = cached
         if missing:
             prompts = [
-                episode_prompt(e, ordered(p, self.chunk_order), self.template) for e, p in missing.values()
+                episode_prompt(e, ordered(p, self.chunk_order), self.template)
+                for e, p in missing.values()
             ]
             got = generate_answers(self.reader, prompts, self.batch_size)
             self.reader_calls += -(-len(prompts) // (self.batch_size or len(prompts)))
@@ -194,7 +204,9 @@ class LLMAnswerFeedback:
         for episode, picked in needed:
             gold, key = self._key(episode, picked)
             if picked:
-                scores[(gold, key)] = answer_score(answers[key], gold, self.metric, episode.question)
+                scores[(gold, key)] = answer_score(
+                    answers[key], gold, self.metric, episode.question
+                )
         return scores
 
     def stats(self) -> dict[str, float]:
@@ -207,4 +219,3 @@ class LLMAnswerFeedback:
             "cache_misses": self.cache.misses,
             "cache_hit_rate": self.cache.hits / lookups if lookups else 0.0,
         }
-

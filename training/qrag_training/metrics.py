@@ -58,7 +58,11 @@ def summarize(
         "fact_f1": float(np.mean([f1 for _, f1 in facts])) if facts else 0.0,
         # precision of the first picks: EM when only as many picks count as there are facts
         "fact_em_at_facts": (
-            float(np.mean([fact_metrics(r.picked[: len(e.support)], e.support)[0] for e, r in labeled]))
+            float(
+                np.mean(
+                    [fact_metrics(r.picked[: len(e.support)], e.support)[0] for e, r in labeled]
+                )
+            )
             if labeled
             else 0.0
         ),
@@ -71,9 +75,13 @@ def summarize(
         queries, owner = [], []
         for i, (episode, result) in enumerate(zip(episodes, results)):
             for k in range(1, len(result.picked) + 1):
-                queries.append(RewardQuery(episode, tuple(result.picked[:k]), final=k == len(result.picked)))
+                queries.append(
+                    RewardQuery(episode, tuple(result.picked[:k]), final=k == len(result.picked))
+                )
                 owner.append(i)
         rewards = np.zeros(len(results))
-        np.add.at(rewards, np.asarray(owner, dtype=np.int64), np.asarray(score_picks(feedback, queries)))
+        np.add.at(
+            rewards, np.asarray(owner, dtype=np.int64), np.asarray(score_picks(feedback, queries))
+        )
         out["reward"] = float(rewards.mean()) if len(results) else 0.0
     return out

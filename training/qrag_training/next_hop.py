@@ -88,7 +88,9 @@ class HopState:
     """Supporting chunks not yet picked (the positives)."""
 
 
-def hop_states(supports: Sequence[Sequence[int]], per_question: int, rng: np.random.Generator) -> list[HopState]:
+def hop_states(
+    supports: Sequence[Sequence[int]], per_question: int, rng: np.random.Generator
+) -> list[HopState]:
     """The first ``per_question`` hop states of each episode, golds in a random order.
 
     Episodes without supporting chunks give no state.
@@ -104,7 +106,9 @@ def hop_states(supports: Sequence[Sequence[int]], per_question: int, rng: np.ran
     return out
 
 
-def next_hop_loss(q: torch.Tensor, available: torch.Tensor, positive: torch.Tensor, temperature: float) -> torch.Tensor:
+def next_hop_loss(
+    q: torch.Tensor, available: torch.Tensor, positive: torch.Tensor, temperature: float
+) -> torch.Tensor:
     """Mean over rows of ``-log sum_{positive} softmax(q / temperature)`` among available entries.
 
     Args:
@@ -120,7 +124,11 @@ def next_hop_loss(q: torch.Tensor, available: torch.Tensor, positive: torch.Tens
 
 
 def distill_loss(
-    q: torch.Tensor, teacher: torch.Tensor, available: torch.Tensor, temperature: float, teacher_temperature: float
+    q: torch.Tensor,
+    teacher: torch.Tensor,
+    available: torch.Tensor,
+    temperature: float,
+    teacher_temperature: float,
 ) -> torch.Tensor:
     """Mean over rows of ``KL(softmax(teacher / teacher_temperature) || softmax(q / temperature))``
     among the available entries of each row.
@@ -132,8 +140,12 @@ def distill_loss(
         temperature: softmax temperature of ``q``.
         teacher_temperature: softmax temperature of ``teacher``.
     """
-    log_p = torch.log_softmax((q.float() / temperature).masked_fill(~available, float("-inf")), dim=-1)
-    log_t = torch.log_softmax((teacher.float() / teacher_temperature).masked_fill(~available, float("-inf")), dim=-1)
+    log_p = torch.log_softmax(
+        (q.float() / temperature).masked_fill(~available, float("-inf")), dim=-1
+    )
+    log_t = torch.log_softmax(
+        (teacher.float() / teacher_temperature).masked_fill(~available, float("-inf")), dim=-1
+    )
     terms = torch.where(available, log_t.exp() * (log_t - log_p), torch.zeros_like(log_p))
     return terms.sum(-1).mean()
 
@@ -154,10 +166,16 @@ class NextHopLearner:
     """
 
     def __init__(
-        self, model: QRAGModel, config: NextHopConfig, seed: int = 0, dist: DistContext | None = None
+        self,
+        model: QRAGModel,
+        config: NextHopConfig,
+        seed: int = 0,
+        dist: DistContext | None = None,
     ) -> None:
         if config.in_batch_negatives and model.config.position_mode is not PositionMode.NONE:
-            raise ValueError("in_batch_negatives needs position_mode none (other episodes' chunks have no position)")
+            raise ValueError(
+                "in_batch_negatives needs position_mode none (other episodes' chunks have no position)"
+            )
         self.model = model
         self.config = config
         self.dist = dist or DistContext()
@@ -192,7 +210,11 @@ class NextHopLearner:
         model.train(c.dropout)
         chunk_emb = model.embed_chunks_grad([t for e in episodes for t in e.chunks])
         texts = [
-            model.state_text(episodes[s.episode].question, [episodes[s.episode].chunks[j] for j in s.picked], s.picked)
+            model.state_text(
+                episodes[s.episode].question,
+                [episodes[s.episode].chunks[j] for j in s.picked],
+                s.picked,
+            )
             for s in states
         ]
         state_emb = model.embed_states(texts)
@@ -213,7 +235,9 @@ class NextHopLearner:
         if cfg.position_mode is PositionMode.NONE:
             q = model.q_values(state_emb, chunk_emb, positions[0])
         else:  # per-state positions: rotate a copy of the chunks for every state
-            rotated = model.rotate_chunks(chunk_emb.unsqueeze(0).expand(len(states), -1, -1), positions)
+            rotated = model.rotate_chunks(
+                chunk_emb.unsqueeze(0).expand(len(states), -1, -1), positions
+            )
             q1, q2 = model.twin_q(state_emb, rotated)
             q = q1 + q2
         loss = next_hop_loss(q, available, positive, c.temperature)
@@ -223,8 +247,11 @@ class NextHopLearner:
             first = [row for row, s in enumerate(states) if not s.picked]
             if first:
                 distill = distill_loss(
-                    q[first], self._teacher_scores(episodes, [states[r] for r in first]),
-                    available[first], c.temperature, c.distill_temperature,
+                    q[first],
+                    self._teacher_scores(episodes, [states[r] for r in first]),
+                    available[first],
+                    c.temperature,
+                    c.distill_temperature,
                 )
                 loss = loss + c.distill_weight * distill
         loss.backward()
@@ -245,15 +272,22 @@ class NextHopLearner:
         return out
 
     @torch.no_grad()
-    def _teacher_scores(self, episodes: Sequence[Episode], states: Sequence[HopState]) -> torch.Tensor:
+    def _teacher_scores(
+        self, episodes: Sequence[Episode], states: Sequence[HopState]
+    ) -> torch.Tensor:
         """``(len(states), total chunks)`` base-encoder cosines of each state's question against
         every chunk of the step (the question-only states' teacher)."""
         assert self.teacher is not None
         model, cfg = self.model, self.model.config
         chunks = model.encode_in_length_batches(
-            self.teacher, [t for e in episodes for t in e.chunks], cfg.max_chunk_tokens, self.config.embed_batch_size
+            self.teacher,
+            [t for e in episodes for t in e.chunks],
+            cfg.max_chunk_tokens,
+            self.config.embed_batch_size,
         )
-        questions = self.teacher(**model.tokenize([episodes[s.episode].question for s in states], cfg.max_state_tokens))
+        questions = self.teacher(
+            **model.tokenize([episodes[s.episode].question for s in states], cfg.max_state_tokens)
+        )
         return questions.float() @ chunks.float().T
 
     # -- what the trainer saves and restores ------------------------------------------------------
@@ -264,12 +298,18 @@ class NextHopLearner:
     def load_target_tensors(self, tensors: dict[str, torch.Tensor]) -> None:
         """Nothing to restore (a non-empty dict is an error)."""
         if tensors:
-            raise ValueError(f"the next-hop learner has no target tensors, got {sorted(tensors)[:3]}")
+            raise ValueError(
+                f"the next-hop learner has no target tensors, got {sorted(tensors)[:3]}"
+            )
 
     def scalars(self) -> dict[str, Any]:
         """JSON-able counters, schedule and RNG state."""
-        return {"updates": self.updates, "env_steps": self.env_steps, "scheduler": scheduler_state(self.scheduler),
-                "rng": self.rng.bit_generator.state}
+        return {
+            "updates": self.updates,
+            "env_steps": self.env_steps,
+            "scheduler": scheduler_state(self.scheduler),
+            "rng": self.rng.bit_generator.state,
+        }
 
     def load_scalars(self, data: dict[str, Any]) -> None:
         """Inverse of :meth:`scalars`."""

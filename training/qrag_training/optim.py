@@ -64,10 +64,15 @@ def scheduled_adamw(
 ) -> tuple[torch.optim.AdamW, torch.optim.lr_scheduler.LambdaLR]:
     """AdamW and its warm-up / linear-decay schedule (:func:`lr_factor`)."""
     optimizer = torch.optim.AdamW(
-        params, lr=settings.lr, betas=settings.betas, eps=settings.eps, weight_decay=settings.weight_decay
+        params,
+        lr=settings.lr,
+        betas=settings.betas,
+        eps=settings.eps,
+        weight_decay=settings.weight_decay,
     )
     scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda u: lr_factor(u, settings.warmup, settings.total_updates, settings.final_lr_ratio)
+        optimizer,
+        lambda u: lr_factor(u, settings.warmup, settings.total_updates, settings.final_lr_ratio),
     )
     return optimizer, scheduler
 
@@ -77,7 +82,9 @@ def scheduler_state(scheduler: torch.optim.lr_scheduler.LambdaLR) -> dict[str, A
     return {k: v for k, v in scheduler.state_dict().items() if k != "lr_lambdas"}
 
 
-def load_scheduler_state(scheduler: torch.optim.lr_scheduler.LambdaLR, state: dict[str, Any]) -> None:
+def load_scheduler_state(
+    scheduler: torch.optim.lr_scheduler.LambdaLR, state: dict[str, Any]
+) -> None:
     """Inverse of :func:`scheduler_state` (the scheduler keeps its own lambdas)."""
     full = dict(state)
     full["lr_lambdas"] = [None] * len(scheduler.optimizer.param_groups)

@@ -22,7 +22,9 @@ def read_metrics(path: str | Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in lines if line.strip()]
 
 
-def _series(records: Sequence[dict[str, Any]], key: str, x_key: str = "step") -> tuple[list[float], list[float]]:
+def _series(
+    records: Sequence[dict[str, Any]], key: str, x_key: str = "step"
+) -> tuple[list[float], list[float]]:
     xs, ys = [], []
     for r in records:
         value = r.get(key)
@@ -33,7 +35,9 @@ def _series(records: Sequence[dict[str, Any]], key: str, x_key: str = "step") ->
     return xs, ys
 
 
-def plot_metrics(metrics: str | Path, out: str | Path | None = None, title: str | None = None) -> Path:
+def plot_metrics(
+    metrics: str | Path, out: str | Path | None = None, title: str | None = None
+) -> Path:
     """Plot a run's ``metrics.jsonl`` to a PNG; returns its path."""
     import matplotlib
 
@@ -44,16 +48,23 @@ def plot_metrics(metrics: str | Path, out: str | Path | None = None, title: str 
     records = read_metrics(metrics)
     out = Path(out) if out else metrics.with_suffix(".png")
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 7), sharex=True)
-    for key, label in (("reward", "train episode reward"), ("success", "train solved share"),
-                       ("loss", "train loss (TD for PQN, cross-entropy for next hop)"), ("hop_accuracy", "train next-hop accuracy")):
+    for key, label in (
+        ("reward", "train episode reward"),
+        ("success", "train solved share"),
+        ("loss", "train loss (TD for PQN, cross-entropy for next hop)"),
+        ("hop_accuracy", "train next-hop accuracy"),
+    ):
         xs, ys = _series(records, key)
         if xs:
             top.plot(xs, ys, label=label)
     top.set_ylabel("training")
     top.legend(loc="lower right")
     top.grid(alpha=0.3)
-    for key, label in (("eval/fact_em", "eval fact EM"), ("eval/fact_f1", "eval fact F1"),
-                       ("eval/reward", "eval reward")):
+    for key, label in (
+        ("eval/fact_em", "eval fact EM"),
+        ("eval/fact_f1", "eval fact F1"),
+        ("eval/reward", "eval reward"),
+    ):
         xs, ys = _series(records, key)
         if xs:
             bottom.plot(xs, ys, marker="o", label=label)
@@ -68,8 +79,12 @@ def plot_metrics(metrics: str | Path, out: str | Path | None = None, title: str 
     return out
 
 
-def compare_runs(runs: dict[str, str | Path], out: str | Path, key: str = "eval/fact_em",
-                 title: str | None = None) -> Path:
+def compare_runs(
+    runs: dict[str, str | Path],
+    out: str | Path,
+    key: str = "eval/fact_em",
+    title: str | None = None,
+) -> Path:
     """Plot one evaluation metric of several runs side by side, against the optimiser step (left)
     and the training wall-clock minutes (right); returns the PNG path.
 
@@ -112,8 +127,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     ``python -m qrag_training.plot --compare LABEL=METRICS ... --out PNG``."""
     p = argparse.ArgumentParser(prog="qrag-plot", description="Plot a Q-RAG run's metrics.jsonl")
     p.add_argument("metrics", nargs="?", help="path to metrics.jsonl (or the run folder)")
-    p.add_argument("--compare", nargs="+", metavar="LABEL=METRICS",
-                   help="several runs' evaluation metric in one figure (needs --out)")
+    p.add_argument(
+        "--compare",
+        nargs="+",
+        metavar="LABEL=METRICS",
+        help="several runs' evaluation metric in one figure (needs --out)",
+    )
     p.add_argument("--key", default="eval/fact_em", help="metric compared with --compare")
     p.add_argument("--out", help="PNG path (default: next to the metrics file)")
     p.add_argument("--title", help="figure title (default: the run folder name)")
@@ -124,7 +143,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         pairs = [item.partition("=") for item in args.compare]
         if any(not sep or not label for label, sep, _ in pairs):
             p.error("--compare takes LABEL=METRICS pairs")
-        print(compare_runs({label: path for label, _, path in pairs}, args.out, args.key, args.title))
+        print(
+            compare_runs({label: path for label, _, path in pairs}, args.out, args.key, args.title)
+        )
         return
     if not args.metrics:
         p.error("give a metrics file, or --compare")

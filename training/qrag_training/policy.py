@@ -16,7 +16,9 @@ def _masked_top_k(q: torch.Tensor, mask: torch.Tensor, k: int) -> torch.Tensor:
     return top & mask
 
 
-def soft_greedy_probs(q: torch.Tensor, mask: torch.Tensor, alpha: float, top_k: int) -> torch.Tensor:
+def soft_greedy_probs(
+    q: torch.Tensor, mask: torch.Tensor, alpha: float, top_k: int
+) -> torch.Tensor:
     """Policy ``softmax((Q - max Q) / alpha)`` restricted to the top-k available chunks.
 
     Args:

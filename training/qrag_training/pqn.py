@@ -112,13 +112,19 @@ class Rollout:
 class PQNAgent:
     """Online Q-RAG model, its target encoders, optimiser and schedule."""
 
-    def __init__(self, model: QRAGModel, config: PQNConfig, seed: int = 0, dist: DistContext | None = None) -> None:
+    def __init__(
+        self, model: QRAGModel, config: PQNConfig, seed: int = 0, dist: DistContext | None = None
+    ) -> None:
         self.model = model
         self.config = config
         self.dist = dist or DistContext()
         """Data-parallel place: gradients are averaged over the ranks before each step."""
-        self.target_state: MeanPoolEncoder = copy.deepcopy(model.state_encoder).requires_grad_(False).eval()
-        self.target_chunk: MeanPoolEncoder = copy.deepcopy(model.chunk_encoder).requires_grad_(False).eval()
+        self.target_state: MeanPoolEncoder = (
+            copy.deepcopy(model.state_encoder).requires_grad_(False).eval()
+        )
+        self.target_chunk: MeanPoolEncoder = (
+            copy.deepcopy(model.chunk_encoder).requires_grad_(False).eval()
+        )
         self.params = trainable_params(model)
         self.optimizer, self.scheduler = scheduled_adamw(self.params, config)
         self.rng = np.random.default_rng(seed)
@@ -160,7 +166,9 @@ class PQNAgent:
         with eval_mode(self.model):
             for start in range(0, len(order), bs):
                 ids = order[start : start + bs]
-                batch = self.model.tokenize([texts[i] for i in ids], self.model.config.max_chunk_tokens)
+                batch = self.model.tokenize(
+                    [texts[i] for i in ids], self.model.config.max_chunk_tokens
+                )
                 emb_online, emb_target = forward_online_and_target(
                     self.model.chunk_encoder, self.target_chunk, self.frozen_layers, batch
                 )
@@ -176,23 +184,31 @@ class PQNAgent:
 
     # -- acting ---------------------------------------------------------------------------------
     @torch.no_grad()
-    def _values_from_states(self, state: torch.Tensor, rotated_target: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    def _values_from_states(
+        self, state: torch.Tensor, rotated_target: torch.Tensor, mask: torch.Tensor
+    ) -> torch.Tensor:
         q1, q2 = self.model.twin_q(state, rotated_target)
         return soft_values(q1, q2, mask, self.alpha, self.config.top_k)
 
     @torch.no_grad()
-    def _target_values(self, texts: Sequence[str], rotated_target: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    def _target_values(
+        self, texts: Sequence[str], rotated_target: torch.Tensor, mask: torch.Tensor
+    ) -> torch.Tensor:
         batch = self.model.tokenize(texts, self.model.config.max_state_tokens)
         return self._values_from_states(self.target_state(**batch), rotated_target, mask)
 
     @torch.no_grad()
-    def _final_values(self, finals: Sequence[FinalObservation | None], truncated: np.ndarray) -> dict[int, float]:
+    def _final_values(
+        self, finals: Sequence[FinalObservation | None], truncated: np.ndarray
+    ) -> dict[int, float]:
         slots = [i for i, f in enumerate(finals) if f is not None and truncated[i]]
         if not slots:
             return {}
         obs = [finals[i] for i in slots]
         emb = torch.nn.utils.rnn.pad_sequence([o.target_chunk_emb for o in obs], batch_first=True)  # type: ignore[misc]
-        pos = torch.nn.utils.rnn.pad_sequence([torch.from_numpy(o.positions) for o in obs], batch_first=True)
+        pos = torch.nn.utils.rnn.pad_sequence(
+            [torch.from_numpy(o.positions) for o in obs], batch_first=True
+        )
         mask = torch.nn.utils.rnn.pad_sequence(
             [torch.from_numpy(o.mask) for o in obs], batch_first=True, padding_value=False
         ).to(emb.device)
@@ -236,7 +252,9 @@ class PQNAgent:
                 state, target_state = forward_online_and_target(
                     self.model.state_encoder, self.target_state, self.frozen_layers, batch
                 )
-                values = self._values_from_states(target_state, venv.rotated(target=True), mask).cpu()
+                values = self._values_from_states(
+                    target_state, venv.rotated(target=True), mask
+                ).cpu()
             if t > 0:  # back-fill: these states follow the actions of step t - 1
                 alive = ~(terminated[t - 1] | truncated[t - 1])  # not reset in between
                 next_values[t - 1] = torch.where(alive, values, next_values[t - 1])
@@ -247,8 +265,12 @@ class PQNAgent:
                     state = self.model.embed_states(texts)
                 q1, q2 = self.model.twin_q(state, venv.rotated(target=False))
                 q = q1 + q2
-                actions = sample_actions(soft_greedy_probs(q, mask, self.alpha, self.config.top_k), self.rng)
-                q_taken[t] = q.gather(1, torch.from_numpy(actions).to(q.device)[:, None])[:, 0].cpu()
+                actions = sample_actions(
+                    soft_greedy_probs(q, mask, self.alpha, self.config.top_k), self.rng
+                )
+                q_taken[t] = q.gather(1, torch.from_numpy(actions).to(q.device)[:, None])[
+                    :, 0
+                ].cpu()
             step = venv.step(actions)
             self.env_steps += b * self.dist.world_size  # every rank steps as many
             rollout.state_texts.append(texts)
@@ -263,7 +285,9 @@ class PQNAgent:
             rollout.episode_returns.extend(step.episode_returns)
             rollout.episode_solved.extend(step.episode_solved)
         # the states after the last step: the same back-fill for the last transitions
-        values = self._target_values(venv.state_texts(), venv.rotated(target=True), venv.masks()).cpu()
+        values = self._target_values(
+            venv.state_texts(), venv.rotated(target=True), venv.masks()
+        ).cpu()
         alive = ~(terminated[-1] | truncated[-1])
         next_values[-1] = torch.where(alive, values, next_values[-1])
         return rollout
@@ -272,8 +296,12 @@ class PQNAgent:
     def returns(self, rollout: Rollout) -> torch.Tensor:
         """Q(lambda) targets ``(T, B)`` of a rollout."""
         c = self.config
-        terminated = rollout.terminated if c.bootstrap_truncation else rollout.terminated | rollout.truncated
-        return q_lambda_returns(rollout.rewards, terminated, rollout.truncated, rollout.next_values, c.gamma, c.lam)
+        terminated = (
+            rollout.terminated if c.bootstrap_truncation else rollout.terminated | rollout.truncated
+        )
+        return q_lambda_returns(
+            rollout.rewards, terminated, rollout.truncated, rollout.next_values, c.gamma, c.lam
+        )
 
     def learn(self, rollout: Rollout) -> dict[str, float]:
         """One backward pass on a rollout; an optimiser step every ``accumulate_grads`` calls.
@@ -294,11 +322,15 @@ class PQNAgent:
         for start in range(0, n, size):
             sl = slice(start, start + size)
             state = self.model.embed_states(texts[sl])
-            chunk = self.model.rotate_chunks(self.model.embed_chunks_grad(chunks[sl]), positions[sl])
+            chunk = self.model.rotate_chunks(
+                self.model.embed_chunks_grad(chunks[sl]), positions[sl]
+            )
             q1, q2 = self.model.twin_q(state, chunk.unsqueeze(1))
             q1, q2 = q1[:, 0].float(), q2[:, 0].float()
             g = targets[sl]
-            loss = 0.5 * F.mse_loss(2 * q1, g, reduction="sum") + 0.5 * F.mse_loss(2 * q2, g, reduction="sum")
+            loss = 0.5 * F.mse_loss(2 * q1, g, reduction="sum") + 0.5 * F.mse_loss(
+                2 * q2, g, reduction="sum"
+            )
             (loss / (n * c.accumulate_grads)).backward()
             total += float(loss.detach())
             q_sum += float((q1 + q2).detach().sum())
@@ -339,11 +371,14 @@ class PQNAgent:
         """Target-encoder tensors that differ from the base model (the trained part)."""
         keys = self.model.trained_state_dict().keys()
         out: dict[str, torch.Tensor] = {}
-        for prefix, module in (("state_encoder.", self.target_state), ("chunk_encoder.", self.target_chunk)):
+        for prefix, module in (
+            ("state_encoder.", self.target_state),
+            ("chunk_encoder.", self.target_chunk),
+        ):
             sd = module.state_dict()
             for key in keys:
                 if key.startswith(prefix):
-                    out["target_" + key] = sd[key[len(prefix):]].detach().to("cpu").contiguous()
+                    out["target_" + key] = sd[key[len(prefix) :]].detach().to("cpu").contiguous()
         return out
 
     def load_target_tensors(self, tensors: dict[str, torch.Tensor]) -> None:

@@ -64,7 +64,10 @@ def rng_state() -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
     version, internal, gauss = random.getstate()
     np_state = np.random.get_state(legacy=False)
     np_json = dict(np_state)
-    np_json["state"] = {"key": np_state["state"]["key"].tolist(), "pos": int(np_state["state"]["pos"])}
+    np_json["state"] = {
+        "key": np_state["state"]["key"].tolist(),
+        "pos": int(np_state["state"]["pos"]),
+    }
     tensors = {"rng_torch": torch.get_rng_state()}
     if torch.cuda.is_available():
         for i, s in enumerate(torch.cuda.get_rng_state_all()):
@@ -108,7 +111,9 @@ def save_run_checkpoint(
             sdir = tmp / STATE_DIR
             sdir.mkdir()
             write_json_atomic(sdir / STATE_JSON, {"format_version": STATE_FORMAT_VERSION, **state})
-            save_file({k: v.contiguous() for k, v in (tensors or {}).items()}, str(sdir / TENSORS_FILE))
+            save_file(
+                {k: v.contiguous() for k, v in (tensors or {}).items()}, str(sdir / TENSORS_FILE)
+            )
             torch.save(optimizer_state or {}, sdir / OPTIMIZER_FILE)
 
 
@@ -117,12 +122,16 @@ def has_train_state(path: Path) -> bool:
     return (path / STATE_DIR / STATE_JSON).is_file()
 
 
-def load_train_state(path: Path, device: str | torch.device = "cpu") -> tuple[dict[str, Any], dict[str, torch.Tensor], dict[str, Any]]:
+def load_train_state(
+    path: Path, device: str | torch.device = "cpu"
+) -> tuple[dict[str, Any], dict[str, torch.Tensor], dict[str, Any]]:
     """Read ``(state, tensors, optimizer_state)`` from a checkpoint folder's ``train_state``."""
     sdir = path / STATE_DIR
     state = json.loads((sdir / STATE_JSON).read_text(encoding="utf-8"))
     if state.get("format_version") != STATE_FORMAT_VERSION:
-        raise ValueError(f"{sdir}: unsupported training-state version {state.get('format_version')!r}")
+        raise ValueError(
+            f"{sdir}: unsupported training-state version {state.get('format_version')!r}"
+        )
     tensors = load_file(str(sdir / TENSORS_FILE))
     optimizer_state = torch.load(sdir / OPTIMIZER_FILE, map_location=device, weights_only=True)
     return state, tensors, optimizer_state
@@ -143,8 +152,11 @@ def prepare_run_dir(out_dir: Path, resume: bool, overwrite: bool) -> None:
     problem = RUN_FOLDER.obstacle(out_dir)
     if problem is None:
         problem = next(
-            (f"a run folder whose {name}/ is {inner}" for name in (LAST_DIR, BEST_DIR)
-             if (inner := RUN_CHECKPOINT_SAVE.obstacle(out_dir / name))),
+            (
+                f"a run folder whose {name}/ is {inner}"
+                for name in (LAST_DIR, BEST_DIR)
+                if (inner := RUN_CHECKPOINT_SAVE.obstacle(out_dir / name))
+            ),
             None,
         )
     if problem is None and not resume and out_dir.is_dir() and any(out_dir.iterdir()):

@@ -44,7 +44,11 @@ def build_run_model(
         for key in _SETTINGS_TAKEN_FROM_RUN:
             setattr(model.config, key, getattr(model_config, key))
     have, want = model.config.to_dict(), model_config.to_dict()
-    diff = {k: (have[k], want[k]) for k in want if k not in _MODEL_KEYS_THAT_MAY_DIFFER and have[k] != want[k]}
+    diff = {
+        k: (have[k], want[k])
+        for k in want
+        if k not in _MODEL_KEYS_THAT_MAY_DIFFER and have[k] != want[k]
+    }
     if diff:
         raise ValueError(
             f"cannot start from {start_from}: the config asks for a different model than it "

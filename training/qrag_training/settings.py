@@ -38,7 +38,14 @@ _ENV_MODEL_FIELDS = (
     "state_separator",
 )
 #: Model-group fields that become QRAGConfig fields.
-_MODEL_FIELDS = ("base_model", "trainable_layers", "output_scale", "normalize", "question_weight", "rope_theta")
+_MODEL_FIELDS = (
+    "base_model",
+    "trainable_layers",
+    "output_scale",
+    "normalize",
+    "question_weight",
+    "rope_theta",
+)
 #: ``algo.kind`` values: the learner each builds its config for.
 ALGO_KINDS = ("pqn", "next_hop")
 #: Eval metrics that can select ``out_dir/best`` (keys of :func:`qrag_training.metrics.summarize`).
@@ -105,8 +112,15 @@ class RunConfig:
     def __post_init__(self) -> None:
         if self.steps < 0:
             raise ValueError(f"steps must be >= 0, got {self.steps}")
-        for name in ("batch_size", "envs_parallel", "eval_interval", "eval_batch", "log_interval",
-                     "save_interval", "max_steps"):
+        for name in (
+            "batch_size",
+            "envs_parallel",
+            "eval_interval",
+            "eval_batch",
+            "log_interval",
+            "save_interval",
+            "max_steps",
+        ):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.checkpoint_metric not in CHECKPOINT_METRICS:
@@ -114,7 +128,9 @@ class RunConfig:
                 f"checkpoint_metric must be one of {', '.join(CHECKPOINT_METRICS)}, got {self.checkpoint_metric!r}"
             )
         if self.dist_backend not in (None, "gloo", "nccl", "mpi"):
-            raise ValueError(f"dist_backend must be gloo, nccl, mpi or null, got {self.dist_backend!r}")
+            raise ValueError(
+                f"dist_backend must be gloo, nccl, mpi or null, got {self.dist_backend!r}"
+            )
         if self.dist_timeout_minutes <= 0:
             raise ValueError(f"dist_timeout_minutes must be > 0, got {self.dist_timeout_minutes}")
         if self.batch_size % self.envs_parallel:
@@ -247,13 +263,19 @@ def load_episodes(
     episodes = _hash_split(episodes, cfg.env.get(f"{which}_hash_split"))
     if needs_support:
         episodes = _keep(
-            episodes, which, "supporting facts", lambda e: e.support,
+            episodes,
+            which,
+            "supporting facts",
+            lambda e: e.support,
             "feedback=ground_truth needs them (support / support_text in a custom JSONL); "
             "to train on answers alone use feedback=llm",
         )
     if needs_answer:
         episodes = _keep(
-            episodes, which, "a gold answer", lambda e: e.answer is not None,
+            episodes,
+            which,
+            "a gold answer",
+            lambda e: e.answer is not None,
             "an answer-based reward or evaluation (feedback=llm, qrag-eval --reader) needs one",
         )
     if which == "eval":

@@ -33,7 +33,9 @@ def forward_online_and_target(
         return online(**batch), target(**batch)
     record: dict[str, Any] = {}
     online_layers, target_layers = online.layers(), target.layers()
-    hook = online_layers[frozen - 1].register_forward_hook(lambda m, i, o: record.__setitem__("out", o))
+    hook = online_layers[frozen - 1].register_forward_hook(
+        lambda m, i, o: record.__setitem__("out", o)
+    )
     try:
         out_online = online(**batch)
     finally:

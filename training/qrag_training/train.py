@@ -78,6 +78,7 @@ from qrag_training.settings import (
 
 logger = logging.getLogger("qrag_training.train")
 
+
 class Trainer:
     """Builds everything from a composed config and runs the training loop."""
 
@@ -129,10 +130,17 @@ class Trainer:
         else:
             self.agent = PQNAgent(model, pqn_config_from(cfg, run), seed=seed, dist=ctx)
             settings = env_settings_from(run, model.config)
-            envs = [RetrievalEnv(settings, self.feedback, model.state_text) for _ in range(run.envs_parallel)]
+            envs = [
+                RetrievalEnv(settings, self.feedback, model.state_text)
+                for _ in range(run.envs_parallel)
+            ]
             self.venv = VectorEnv(envs, self.stream, self.agent, self.device)
         self.eval_episodes = load_episodes(cfg, run, "eval", **needs) if ctx.is_main else []
-        if ctx.is_main and run.checkpoint_metric.startswith("fact_") and not any(e.support for e in self.eval_episodes):
+        if (
+            ctx.is_main
+            and run.checkpoint_metric.startswith("fact_")
+            and not any(e.support for e in self.eval_episodes)
+        ):
             raise ValueError(
                 f"checkpoint_metric={run.checkpoint_metric} needs supporting facts in the held-out "
                 "episodes and they have none: use checkpoint_metric=reward (the answer reward)"
@@ -144,9 +152,13 @@ class Trainer:
             state, tensors, optimizer_state = load_train_state(last, self.device)
             self.agent.optimizer.load_state_dict(optimizer_state)
             self.agent.load_scalars(state["agent"])
-            self.agent.load_target_tensors({k: v for k, v in tensors.items() if k.startswith("target_")})
+            self.agent.load_target_tensors(
+                {k: v for k, v in tensors.items() if k.startswith("target_")}
+            )
             self.stream.load_state_dict(state["stream"])
-            self.best_metric = float(state["best_metric"]) if state["best_metric"] is not None else -math.inf
+            self.best_metric = (
+                float(state["best_metric"]) if state["best_metric"] is not None else -math.inf
+            )
             self.last_eval = state.get("last_eval", {})
             if ctx.is_main:
                 set_rng_state(state["rng"], tensors)
@@ -162,7 +174,8 @@ class Trainer:
             from torch.utils.tensorboard import SummaryWriter
 
             self.writer = SummaryWriter(
-                str(self.out_dir / TB_DIR), purge_step=self.agent.updates + 1 if self.resuming else 0
+                str(self.out_dir / TB_DIR),
+                purge_step=self.agent.updates + 1 if self.resuming else 0,
             )
 
     # -- helpers --------------------------------------------------------------------------------
@@ -209,7 +222,8 @@ class Trainer:
         notes = ""
         if self.last_eval:
             notes = "## Held-out evaluation\n\n" + "\n".join(
-                f"- {k}: {v:.4f}" if isinstance(v, float) else f"- {k}: {v}" for k, v in self.last_eval.items()
+                f"- {k}: {v:.4f}" if isinstance(v, float) else f"- {k}: {v}"
+                for k, v in self.last_eval.items()
             )
         kwargs: dict[str, Any] = {}
         if with_state:
@@ -242,8 +256,11 @@ class Trainer:
         def fmt(key: str, value: Any, digits: int = 3) -> str:
             return f"{key} {value:.{digits}f}" if isinstance(value, float) else f"{key} -"
 
-        parts = [fmt("reward", record.get("reward")), fmt("success", record.get("success")),
-                 fmt("loss", record.get("loss"), 4)]
+        parts = [
+            fmt("reward", record.get("reward")),
+            fmt("success", record.get("success")),
+            fmt("loss", record.get("loss"), 4),
+        ]
         em = record.get("eval/fact_em", self.last_eval.get("fact_em"))
         f1 = record.get("eval/fact_f1", self.last_eval.get("fact_f1"))
         parts += [fmt("eval_em", em), fmt("eval_f1", f1)]
@@ -257,8 +274,13 @@ class Trainer:
         if self.venv is not None:
             self.venv.reset()
         window: dict[str, list[float]] = {
-            "loss": [], "q_mean": [], "target_mean": [], "grad_norm": [], "hop_accuracy": [],
-            "hop_loss": [], "distill_loss": [],
+            "loss": [],
+            "q_mean": [],
+            "target_mean": [],
+            "grad_norm": [],
+            "hop_accuracy": [],
+            "hop_loss": [],
+            "distill_loss": [],
         }
         returns: list[float] = []
         solved: list[bool] = []
@@ -270,8 +292,13 @@ class Trainer:
                 self._log(record)
             ctx.barrier()
         bar = tqdm(
-            total=total, initial=agent.updates, desc="qrag-train", unit="upd", disable=not ctx.is_main,
-            mininterval=1.0 if sys.stderr.isatty() else 30.0, dynamic_ncols=True,
+            total=total,
+            initial=agent.updates,
+            desc="qrag-train",
+            unit="upd",
+            disable=not ctx.is_main,
+            mininterval=1.0 if sys.stderr.isatty() else 30.0,
+            dynamic_ncols=True,
         )
         started = time.perf_counter()
         budget_s = run.time_budget_minutes * 60 if run.time_budget_minutes else math.inf
@@ -330,8 +357,12 @@ class Trainer:
             returns, solved = [], []
             window = {k: [] for k in window}
             if out_of_time:
-                logger.info("time budget of %s minutes used at update %d of %d: stopping",
-                            run.time_budget_minutes, u, total)
+                logger.info(
+                    "time budget of %s minutes used at update %d of %d: stopping",
+                    run.time_budget_minutes,
+                    u,
+                    total,
+                )
                 break
         bar.close()
         if self.writer is not None:
@@ -376,9 +407,11 @@ def check_overrides(overrides: Sequence[str]) -> None:
         return
     from hydra import compose, initialize_config_dir
 
-    with one_line_errors(PROG, CLI_INPUT_ERRORS):
-        with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-            compose(config_name="train", overrides=list(overrides))
+    with (
+        one_line_errors(PROG, CLI_INPUT_ERRORS),
+        initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"),
+    ):
+        compose(config_name="train", overrides=list(overrides))
 
 
 def main() -> None:

@@ -120,17 +120,27 @@ def babilong_dataset(
         ``n`` episodes with ids ``babilong-<task>-<target_tokens>-<seed>-<i>``.
     """
     tasks = task_list(task)
-    lengths = [int(target_tokens)] if isinstance(target_tokens, int) else [int(t) for t in target_tokens]
+    lengths = (
+        [int(target_tokens)] if isinstance(target_tokens, int) else [int(t) for t in target_tokens]
+    )
     if not lengths:
         raise ValueError("target_tokens names no length")
     noise = noise if noise is not None else NoiseSource(noise_kind, seed)
     # one generator per (task, length), used in episode order: a single-task, single-length
     # call gives exactly the episodes it gave before mixing existed
     rngs: dict[tuple[str, int], random.Random] = {}
-    counts = [n // len(tasks) + (1 if t_index < n % len(tasks) else 0) for t_index in range(len(tasks))]
+    counts = [
+        n // len(tasks) + (1 if t_index < n % len(tasks) else 0) for t_index in range(len(tasks))
+    ]
     # a task named twice weighs twice: its samples come from one stream, shared out in order
     streams = {
-        name: iter(enumerate(generate_babi(name, sum(c for t, c in zip(tasks, counts) if t == name), seed, story_len)))
+        name: iter(
+            enumerate(
+                generate_babi(
+                    name, sum(c for t, c in zip(tasks, counts) if t == name), seed, story_len
+                )
+            )
+        )
         for name in dict.fromkeys(tasks)
     }
     per_task: list[list[Episode]] = []
@@ -139,10 +149,16 @@ def babilong_dataset(
         for _ in range(count):
             i, sample = next(streams[name])
             tokens = lengths[i % len(lengths)]
-            rng = rngs.setdefault((name, tokens), random.Random(f"{SOURCE_NAME}-{name}-{tokens}-{seed}"))
+            rng = rngs.setdefault(
+                (name, tokens), random.Random(f"{SOURCE_NAME}-{name}-{tokens}-{seed}")
+            )
             episodes.append(
                 make_babilong_episode(
-                    sample, noise, tokens, rng, episode_id=f"{SOURCE_NAME}-{name}-{tokens}-{seed}-{i}"
+                    sample,
+                    noise,
+                    tokens,
+                    rng,
+                    episode_id=f"{SOURCE_NAME}-{name}-{tokens}-{seed}-{i}",
                 )
             )
         per_task.append(episodes)
