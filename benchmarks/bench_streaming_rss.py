@@ -44,7 +44,7 @@ corpus, root, variant, checkpoint, threads, shard_rows, batch = sys.argv[1:]
 import torch
 torch.set_num_threads(int(threads))
 import qrag_integrations
-from qrag_integrations.ingest import sharded
+from qrag_integrations.ingest import sharded as streaming
 from qrag_integrations.core.loading import load_model
 
 class MallInfo2(ctypes.Structure):
