@@ -14,14 +14,14 @@ from pathlib import Path
 from typing import Any
 
 from faults import Faults, injected, kill_self
-from qrag_training import train
+from qrag_training import train, trainer
 
 
 def main() -> None:
     name, kill_at, overrides = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
     out_dir = Path(next(a.split("=", 1)[1] for a in overrides if a.startswith("out_dir=")))
     counts: dict[str, list[int]] = {"best": [], "last": []}
-    save = train.save_run_checkpoint
+    save = trainer.save_run_checkpoint
 
     watched = Faults(out_dir, fail_at=kill_at or None, action=kill_self, removals=True)
 
@@ -32,7 +32,7 @@ def main() -> None:
             save(path, *args, **kwargs)
         counts[path.name].append(len(plan.seen) - before)
 
-    train.save_run_checkpoint = save_watched
+    trainer.save_run_checkpoint = save_watched
     sys.argv = [sys.argv[0], *overrides]
     try:
         train.main()

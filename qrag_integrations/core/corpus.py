@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from qrag_integrations.core import validation
-from qrag_integrations.core.index import Chunk, ChunkIndex
+from qrag_integrations.core.chunks import Chunk
+from qrag_integrations.core.index import ChunkIndex
 from qrag_integrations.core.model import QRAGModel
 from qrag_integrations.core.search import Hit, MultiStepSearcher, SearchSettings
 

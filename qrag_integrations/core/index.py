@@ -3,124 +3,28 @@
 Rows are kept in *document order*: documents in the order they were first added, chunks of a
 document by their ``order``. This global order is what Q-RAG's positions are laid out over.
 Updates never modify arrays in place: ``add`` / ``delete`` build new arrays and swap them in
-under a lock, so a search running in another thread sees one consistent snapshot.
+under a lock, so a search running in another thread sees one consistent snapshot. The saved
+form is :mod:`~qrag_integrations.core.index_files`'s.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 import uuid
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
 import torch
-from safetensors.torch import load_file, save_file
 
-from qrag_integrations.core.atomic import SaveKind, atomic_dir
+from qrag_integrations.core.chunks import Chunk, Snapshot
 from qrag_integrations.core.errors import IndexMismatchError, QRAGError
-from qrag_integrations.core.manifests import read_manifest_file, safetensors_shapes
-
-INDEX_FORMAT = "qrag-index"
-INDEX_FORMAT_VERSION = 1
-MANIFEST_FILE = "index.json"
-#: Embedding storage dtypes an index accepts, by the name saved in its manifest.
-INDEX_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
-EMBEDDINGS_FILE = "embeddings.safetensors"
-RECORDS_FILE = "records.jsonl"
-#: A saved index folder: what :meth:`ChunkIndex.save` may replace.
-INDEX_SAVE = SaveKind(
-    "saved index",
-    frozenset({MANIFEST_FILE, EMBEDDINGS_FILE, RECORDS_FILE}),
-    MANIFEST_FILE,
-    INDEX_FORMAT,
+from qrag_integrations.core.index_files import (
+    INDEX_DTYPES,
+    read_index_folder,
+    read_index_manifest,
+    write_index_folder,
 )
-#: Deepest metadata nesting a save accepts.
-MAX_METADATA_DEPTH = 64
-
-#: A metadata filter: ``{"key": value}`` (equality), ``{"key": [v1, v2]}`` (any of), or a callable.
-MetadataFilter = Mapping[str, Any] | Callable[[dict[str, Any]], bool]
-
-
-@dataclass(frozen=True, slots=True)
-class Chunk:
-    """One retrievable unit."""
-
-    id: str
-    """Unique id of the chunk."""
-    text: str
-    """Chunk text."""
-    metadata: dict[str, Any]
-    """User metadata (JSON-serialisable to be saved)."""
-    doc_id: str
-    """Id of the document the chunk comes from."""
-    order: int
-    """Position of the chunk inside its document."""
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """An immutable view of the index used by one search."""
-
-    chunks: tuple[Chunk, ...]
-    embeddings: torch.Tensor
-    """``(N, D)`` unrotated chunk embeddings, rows in document order."""
-
-    def __len__(self) -> int:
-        return len(self.chunks)
-
-    def rows_matching(self, filter: MetadataFilter | None) -> np.ndarray | None:
-        """Rows (ascending, so still in document order) whose metadata pass ``filter``; ``None``
-        means all rows."""
-        if filter is None:
-            return None
-        test = filter if callable(filter) else mapping_filter(filter)
-        return np.fromiter(
-            (i for i, c in enumerate(self.chunks) if test(c.metadata)), dtype=np.int64
-        )
-
-
-def _json_problem(value: Any, where: str, depth: int = 0) -> str | None:
-    """Why ``value`` would not load back from JSON unchanged (``where`` names it), or ``None``."""
-    if depth > MAX_METADATA_DEPTH:
-        return f"{where} is nested deeper than {MAX_METADATA_DEPTH} levels"
-    if value is None or isinstance(value, (str, bool, int, float)):
-        return None
-    if isinstance(value, list):
-        items = ((f"{where}[{i}]", v) for i, v in enumerate(value))
-    elif isinstance(value, dict):
-        bad_key = next((k for k in value if not isinstance(k, str)), None)
-        if bad_key is not None:
-            return f"{where} has a key that is not a string: {bad_key!r}"
-        items = ((f"{where}[{k!r}]", v) for k, v in value.items())
-    else:
-        return f"{where} is a {type(value).__name__}"
-    return next((p for w, v in items if (p := _json_problem(v, w, depth + 1))), None)
-
-
-def mapping_filter(filter: Mapping[str, Any]) -> Callable[[Mapping[str, Any]], bool]:
-    """The test a ``{"key": value or [values]}`` filter stands for: every key present, its value
-    equal to the value or to one of the values. The one definition every search path (in-memory
-    and store-backed) checks chunks with.
-
-    Raises:
-        QRAGError: ``filter`` is not a mapping.
-    """
-    if not isinstance(filter, Mapping):
-        raise QRAGError(f"filter must be a mapping or a callable, got {type(filter).__name__}")
-    wanted = {
-        k: (list(v) if isinstance(v, (list, tuple, set, frozenset)) else [v])
-        for k, v in filter.items()
-    }
-
-    def test(meta: Mapping[str, Any]) -> bool:
-        return all(k in meta and meta[k] in values for k, values in wanted.items())
-
-    return test
 
 
 class ChunkIndex:
@@ -316,56 +220,18 @@ class ChunkIndex:
         with self._lock:  # the chunks and document ranks of one moment
             snap, doc_rank = self._snapshot, dict(self._doc_rank)
         manifest = {
-            "format": INDEX_FORMAT,
-            "format_version": INDEX_FORMAT_VERSION,
             "embedding_dim": self.embedding_dim,
             "dtype": next(name for name, dt in INDEX_DTYPES.items() if dt == self.dtype),
             "size": len(snap),
             "doc_rank": doc_rank,
             **(extra or {}),
         }
-        for c in snap.chunks:
-            problem = _json_problem(c.metadata, "metadata")
-            if problem:
-                raise QRAGError(
-                    "chunk metadata must be JSON-serialisable to save the index (dicts with string "
-                    f"keys, lists, str, int, float, bool, None load back as saved): chunk {c.id!r} {problem}"
-                )
-        lines = [
-            json.dumps(
-                {
-                    "id": c.id,
-                    "text": c.text,
-                    "metadata": c.metadata,
-                    "doc_id": c.doc_id,
-                    "order": c.order,
-                },
-                ensure_ascii=False,
-            )
-            for c in snap.chunks
-        ]
-        try:
-            records = "".join(line + "\n" for line in lines).encode("utf-8")
-        except UnicodeEncodeError as exc:
-            raise QRAGError(
-                f"cannot save the index: a text, id or metadata string is not valid Unicode ({exc})"
-            ) from exc
-        with atomic_dir(path, INDEX_SAVE, overwrite=overwrite) as tmp:
-            save_file(
-                {"embeddings": snap.embeddings.detach().to("cpu").contiguous()},
-                str(tmp / EMBEDDINGS_FILE),
-            )
-            (tmp / RECORDS_FILE).write_bytes(records)
-            (tmp / MANIFEST_FILE).write_text(
-                json.dumps(manifest, indent=2) + "\n", encoding="utf-8"
-            )
+        write_index_folder(path, snap, manifest, overwrite=overwrite)
 
     @staticmethod
     def read_manifest(path: str | os.PathLike[str]) -> dict[str, Any]:
         """The ``index.json`` of a saved index, checked."""
-        return read_manifest_file(
-            Path(path), MANIFEST_FILE, INDEX_FORMAT, INDEX_FORMAT_VERSION, "saved index"
-        )
+        return read_index_manifest(path)
 
     @classmethod
     def load(
@@ -380,57 +246,8 @@ class ChunkIndex:
             IndexMismatchError: embedding size differs from ``expected_dim``.
             QRAGError: missing or corrupt files.
         """
-        path = Path(path)
-        manifest = cls.read_manifest(path)
-        try:
-            dim = int(manifest["embedding_dim"])
-            dtype = INDEX_DTYPES[manifest.get("dtype", "float32")]
-        except (KeyError, TypeError, ValueError) as exc:
-            raise QRAGError(f"corrupt {path / MANIFEST_FILE}: bad or missing {exc}") from exc
-        if expected_dim is not None and dim != expected_dim:
-            raise IndexMismatchError(
-                f"the index at {path} holds {dim}-dimensional embeddings but the model makes "
-                f"{expected_dim}-dimensional ones; rebuild the index with this model"
-            )
-        # The header first: the manifest and the file must agree before anything is read in.
-        shapes = safetensors_shapes(path / EMBEDDINGS_FILE)
-        if shapes != {"embeddings": (manifest.get("size"), dim)}:
-            raise QRAGError(
-                f"{path / EMBEDDINGS_FILE} holds {shapes}, but "
-                f"{path / MANIFEST_FILE} says embeddings of shape ({manifest.get('size')}, {dim})"
-            )
-        try:
-            emb = load_file(str(path / EMBEDDINGS_FILE))["embeddings"]
-        except Exception as exc:
-            raise QRAGError(f"corrupt {path / EMBEDDINGS_FILE}: {exc}") from exc
-        try:
-            # split("\n"), not splitlines(): texts are written unescaped, and splitlines() also
-            # breaks at characters such as U+0085 and U+2028 inside them
-            lines = (path / RECORDS_FILE).read_text(encoding="utf-8").split("\n")
-            records = [json.loads(line) for line in lines if line]
-            chunks = tuple(
-                Chunk(
-                    str(r["id"]),
-                    r["text"],
-                    dict(r.get("metadata") or {}),
-                    str(r["doc_id"]),
-                    int(r["order"]),
-                )
-                for r in records
-            )
-        except FileNotFoundError as exc:
-            raise QRAGError(f"{path / RECORDS_FILE} is missing") from exc
-        except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, ValueError) as exc:
-            raise QRAGError(f"corrupt {path / RECORDS_FILE}: {exc!r}") from exc
-        if emb.shape != (len(records), dim) or len(records) != manifest.get("size"):
-            raise QRAGError(
-                f"{path}: {len(records)} records, embeddings {tuple(emb.shape)}, manifest size "
-                f"{manifest.get('size')} do not agree"
-            )
-        index = cls(dim, dtype=dtype, device=device)
-        try:
-            index._doc_rank = {str(k): int(v) for k, v in manifest.get("doc_rank", {}).items()}
-        except (AttributeError, TypeError, ValueError) as exc:
-            raise QRAGError(f"corrupt {path / MANIFEST_FILE}: bad doc_rank ({exc})") from exc
-        index._swap(Snapshot(chunks, emb.to(index.device, index.dtype)))
+        saved = read_index_folder(path, expected_dim)
+        index = cls(saved.embedding_dim, dtype=saved.dtype, device=device)
+        index._doc_rank = saved.doc_rank
+        index._swap(Snapshot(saved.chunks, saved.embeddings.to(index.device, index.dtype)))
         return index

@@ -9,20 +9,26 @@ unrotated embeddings with plain matrix products, block by block.
 
 from __future__ import annotations
 
-import threading
 import warnings
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 import torch
 
+from qrag_integrations.core.chunks import Chunk, MetadataFilter, Snapshot
 from qrag_integrations.core.errors import QRAGError
-from qrag_integrations.core.index import Chunk, ChunkIndex, MetadataFilter, Snapshot
+from qrag_integrations.core.index import ChunkIndex
 from qrag_integrations.core.model import QRAGModel
-from qrag_integrations.core.positions import layout_runs, positions_at, rotate
+from qrag_integrations.core.positions import layout_runs, rotate
+from qrag_integrations.core.scan import (
+    FaissPreselector,
+    cpu_fp32,
+    scan_run_cpu,
+    score_at_positions,
+    score_dtype,
+)
 
 
 @dataclass(frozen=True)
@@ -52,36 +58,6 @@ class SearchSettings:
     """FAISS pre-selection is used only for indexes at least this big."""
     faiss_factory: str = "Flat"
     """``faiss.index_factory`` string of the candidate index (``"Flat"``, ``"HNSW32"``, ...)."""
-
-
-def _score_dtype(emb: torch.Tensor) -> torch.dtype:
-    # Half-precision matmul is slow or missing on CPU: upcast blocks there.
-    return torch.float32 if emb.device.type == "cpu" else emb.dtype
-
-
-def _cpu_fp32(emb: torch.Tensor) -> bool:
-    return emb.device.type == "cpu" and emb.dtype == torch.float32 and emb.is_contiguous()
-
-
-def _scan_run_cpu(
-    emb: torch.Tensor, lo: int, hi: int, vec: torch.Tensor, taken: list[int]
-) -> tuple[int, float]:
-    """Best row of ``emb[lo:hi] @ vec`` for a contiguous CPU float32 ``emb``, skipping ``taken``
-    rows (absolute ranks).
-
-    torch's fp32 matrix-vector product (MKL sgemv) reads the rows at about 40% of memory
-    bandwidth on CPU; ``faiss.knn`` (one query: exhaustive inner products, single thread) is
-    bandwidth-bound, 2.6x faster on 400K x 384, and reads ``emb`` in place (no copy).
-    """
-    import faiss
-
-    skip = [t - lo for t in taken if lo <= t < hi]
-    k = min(hi - lo, 1 + len(skip))
-    d, i = faiss.knn(vec.numpy()[None], emb[lo:hi].numpy(), k, metric=faiss.METRIC_INNER_PRODUCT)
-    for q, r in zip(d[0].tolist(), i[0].tolist()):
-        if r >= 0 and r not in skip:
-            return lo + r, q
-    return -1, -float("inf")
 
 
 class CandidateSet(Protocol):
@@ -136,39 +112,6 @@ class _Candidates:
         return searcher._best_one(self.emb, state, picked, self.n)
 
 
-def score_at_positions(
-    model: QRAGModel,
-    state: torch.Tensor,
-    vectors: torch.Tensor,
-    ranks: np.ndarray,
-    n: int,
-    picked: Sequence[int],
-) -> tuple[torch.Tensor, np.ndarray]:
-    """Exact Q-values of some chunks, given their document-order ranks among ``n`` chunks.
-
-    The chunks get the positions the full layout would give them (around the picks at ranks
-    ``picked``) and are scored ``Q1 + Q2`` against one (anchored) state. Both candidate paths
-    (FAISS pre-selection, store-backed candidates) score with this.
-
-    Args:
-        model: the Q-RAG model (position mode, RoPE).
-        state: ``(D,)`` state embedding.
-        vectors: ``(K, D)`` unrotated chunk embeddings.
-        ranks: ``(K,)`` their ranks in document order among the ``n`` searched chunks.
-        n: number of searched chunks (positions are laid out over them).
-        picked: ranks of the chunks picked so far.
-
-    Returns:
-        ``(Q-values (K,), positions (K,))``.
-    """
-    cfg = model.config
-    positions = positions_at(
-        cfg.position_mode, ranks, n, picked, cfg.relative_step, cfg.relative_span
-    )
-    pos_t = torch.from_numpy(positions).to(vectors.device)
-    return model.rotate_chunks(vectors.float(), pos_t) @ state.to(vectors.device).float(), positions
-
-
 class MultiStepSearcher:
     """Runs Q-RAG's greedy multi-step search for one model over one index."""
 
@@ -182,10 +125,7 @@ class MultiStepSearcher:
         self.model = model
         self.index = index
         self.settings = settings or SearchSettings()
-        self._faiss_lock = threading.Lock()
-        # (weak reference to the embeddings it was built from, index); a weakref cannot be
-        # confused with a later tensor the way a reused id() could.
-        self._faiss: tuple[weakref.ref, Any] | None = None
+        self._faiss = FaissPreselector()
 
     # -- public -------------------------------------------------------------------------------
     def search(
@@ -356,10 +296,10 @@ class MultiStepSearcher:
     ) -> list[tuple[int, float, int]]:
         """First step: no picks, so every question shares one layout; one pass serves the batch."""
         runs = self._runs(n, [])
-        if runs is None or (states.shape[0] == 1 and _cpu_fp32(emb)):
+        if runs is None or (states.shape[0] == 1 and cpu_fp32(emb)):
             return [self._best_one(emb, states[i], [], n) for i in range(states.shape[0])]
         rotated = self._rotated_states(states, [p for _, _, p in runs])
-        dtype = _score_dtype(emb)
+        dtype = score_dtype(emb)
         best_q = torch.full((states.shape[0],), -torch.inf, device=states.device)
         best_rank = torch.zeros(states.shape[0], dtype=torch.long, device=states.device)
         best_pos = torch.zeros(states.shape[0], dtype=torch.long, device=states.device)
@@ -380,7 +320,7 @@ class MultiStepSearcher:
     ) -> tuple[int, float, int]:
         """Best available chunk for one question given its picks."""
         runs = self._runs(n, picked)
-        dtype = _score_dtype(emb)
+        dtype = score_dtype(emb)
         taken = torch.tensor(sorted(picked), dtype=torch.long, device=emb.device)
         best: tuple[int, float, int] = (-1, -float("inf"), 0)
         if runs is None:  # absolute: every chunk has its own position, rotate the chunks instead
@@ -391,10 +331,10 @@ class MultiStepSearcher:
                 best = self._update_best(best, scores, lo, taken, lambda r: r)
             return best
         rotated = self._rotated_states(state.unsqueeze(0), [p for _, _, p in runs])[:, 0]
-        if _cpu_fp32(emb):
+        if cpu_fp32(emb):
             taken_list = sorted(picked)
             for (a, b, p), rot in zip(runs, rotated):
-                rank, q = _scan_run_cpu(emb, a, b, rot.float().contiguous(), taken_list)
+                rank, q = scan_run_cpu(emb, a, b, rot.float().contiguous(), taken_list)
                 if q > best[1]:
                     best = (rank, q, p)
             return best
@@ -425,30 +365,13 @@ class MultiStepSearcher:
         self, snap: Snapshot, state: torch.Tensor, picked: list[int], n: int
     ) -> tuple[int, float, int]:
         """Candidates by FAISS inner product (unrotated), then exact Q with positions."""
-        index = self._faiss_index(snap)
         want = min(n, self.settings.faiss_candidates + len(picked))  # type: ignore[operator]
-        _, cand = index.search(state.detach().cpu().numpy()[None].astype(np.float32), want)
         taken = set(picked)
-        cand = np.array([c for c in cand[0] if c >= 0 and c not in taken], dtype=np.int64)
+        found = self._faiss.candidates(snap, state, want, self.settings.faiss_factory)
+        cand = np.array([c for c in found if c >= 0 and c not in taken], dtype=np.int64)
         if cand.size == 0:
             return self._best_one(snap.embeddings, state, picked, n)
         sub = snap.embeddings[torch.from_numpy(cand).to(snap.embeddings.device)]
         scores, positions = score_at_positions(self.model, state, sub, cand, n, picked)
         i = int(scores.argmax())
         return int(cand[i]), float(scores[i]), int(positions[i])
-
-    def _faiss_index(self, snap: Snapshot) -> Any:
-        with self._faiss_lock:
-            if self._faiss is not None and self._faiss[0]() is snap.embeddings:
-                return self._faiss[1]
-            import faiss
-
-            vectors = snap.embeddings.detach().float().cpu().numpy()
-            index = faiss.index_factory(
-                vectors.shape[1], self.settings.faiss_factory, faiss.METRIC_INNER_PRODUCT
-            )
-            if not index.is_trained:
-                index.train(vectors)
-            index.add(vectors)
-            self._faiss = (weakref.ref(snap.embeddings), index)
-            return index

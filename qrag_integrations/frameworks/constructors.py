@@ -1,12 +1,19 @@
 """The ``from_*`` constructors of :class:`~qrag_integrations.frameworks.retriever.QRAGRetriever`:
 from texts, LangChain / LlamaIndex documents and nodes, a LlamaIndex index, a LangChain vector
-store (copied), or a vector store searched in place (``from_store`` / ``from_qdrant``)."""
+store (copied), a vector store searched in place (``from_store`` / ``from_qdrant``), or a
+folder written by ``save`` (``load``)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import ValidationError
+
+from qrag_integrations.core.errors import QRAGError, UnknownOptionError
+from qrag_integrations.core.persistence import SETTINGS_FILE, read_retriever
 from qrag_integrations.frameworks.conversion import llama_index_nodes, vector_store_documents
 
 if TYPE_CHECKING:
@@ -150,3 +157,21 @@ class RetrieverConstructors:
 
         cls._refuse_unknown(kwargs, "from_qdrant")
         return cls(store=connect(url=url, path=path), collection_name=collection_name, **kwargs)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str], device: str | None = None) -> QRAGRetriever:
+        """Load a retriever written by :meth:`save` (every setting kept; no pickle).
+
+        Args:
+            path: the saved folder.
+            device: load onto this device instead of the saved one.
+
+        Raises:
+            QRAGError: missing or corrupt files.
+            IndexMismatchError: the index was built with another chunk encoder.
+        """
+        saved = read_retriever(path, device=device)
+        try:
+            return cls(model=saved.model, index=saved.index, **saved.settings)
+        except (ValidationError, UnknownOptionError) as exc:
+            raise QRAGError(f"corrupt {Path(path) / SETTINGS_FILE}: {exc}") from exc

@@ -20,8 +20,8 @@ from typing import Any
 from langchain_core.documents import Document as LCDocument
 from llama_index.core.schema import BaseNode, NodeWithScore, TextNode
 
+from qrag_integrations.core.chunks import Chunk
 from qrag_integrations.core.errors import QRAGError
-from qrag_integrations.core.index import Chunk
 from qrag_integrations.core.search import Hit
 
 #: Metadata keys added to every result.

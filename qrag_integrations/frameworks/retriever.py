@@ -14,23 +14,24 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 from typing import Any, ClassVar
 
 from langchain_core.documents import Document as LCDocument
 from llama_index.core.retrievers import BaseRetriever as LIBaseRetriever
 from llama_index.core.schema import BaseNode
-from pydantic import ConfigDict, Field, PrivateAttr, ValidationError
+from pydantic import ConfigDict, Field, PrivateAttr
 
 from qrag_integrations.core import validation
+from qrag_integrations.core.chunks import MetadataFilter
 from qrag_integrations.core.corpus import Corpus, IndexCorpus
 from qrag_integrations.core.defaults import default_checkpoint
-from qrag_integrations.core.errors import IndexMismatchError, QRAGError, UnknownOptionError
-from qrag_integrations.core.index import INDEX_DTYPES, ChunkIndex, MetadataFilter
+from qrag_integrations.core.errors import IndexMismatchError, QRAGError
+from qrag_integrations.core.index import ChunkIndex
+from qrag_integrations.core.index_files import INDEX_DTYPES
 from qrag_integrations.core.loading import load_model
 from qrag_integrations.core.model import QRAGModel
 from qrag_integrations.core.options import check_options
-from qrag_integrations.core.persistence import SETTINGS_FILE, read_retriever, save_retriever
+from qrag_integrations.core.persistence import save_retriever
 from qrag_integrations.core.search import Hit, SearchSettings
 from qrag_integrations.frameworks.constructors import RetrieverConstructors
 from qrag_integrations.frameworks.conversion import (
@@ -384,21 +385,3 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
             )
         settings = self.model_dump(exclude=set(_NOT_SAVED) | self._STORE_FIELDS)
         save_retriever(path, settings, self._model, self._corpus.index, overwrite=overwrite)
-
-    @classmethod
-    def load(cls, path: str | os.PathLike[str], device: str | None = None) -> QRAGRetriever:
-        """Load a retriever written by :meth:`save` (every setting kept; no pickle).
-
-        Args:
-            path: the saved folder.
-            device: load onto this device instead of the saved one.
-
-        Raises:
-            QRAGError: missing or corrupt files.
-            IndexMismatchError: the index was built with another chunk encoder.
-        """
-        saved = read_retriever(path, device=device)
-        try:
-            return cls(model=saved.model, index=saved.index, **saved.settings)
-        except (ValidationError, UnknownOptionError) as exc:
-            raise QRAGError(f"corrupt {Path(path) / SETTINGS_FILE}: {exc}") from exc

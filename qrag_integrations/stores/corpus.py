@@ -14,8 +14,8 @@ from typing import Any
 from langchain_core.vectorstores import InMemoryVectorStore
 from llama_index.core.vector_stores import SimpleVectorStore
 
+from qrag_integrations.core.chunks import Chunk
 from qrag_integrations.core.errors import QRAGError
-from qrag_integrations.core.index import Chunk
 from qrag_integrations.core.model import QRAGModel
 from qrag_integrations.core.search import Hit
 from qrag_integrations.stores.framework_stores import LangChainMemorySource, LlamaIndexSimpleSource

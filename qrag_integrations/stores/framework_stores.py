@@ -25,8 +25,8 @@ from llama_index.core.vector_stores.types import (
     VectorStoreQuery,
 )
 
+from qrag_integrations.core.chunks import Chunk, mapping_filter
 from qrag_integrations.core.errors import IndexMismatchError, QRAGError
-from qrag_integrations.core.index import Chunk, mapping_filter
 from qrag_integrations.core.model import QRAGModel
 from qrag_integrations.frameworks.embeddings import QRAGEmbeddings
 from qrag_integrations.stores.rows import (

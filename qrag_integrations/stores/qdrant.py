@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 from qdrant_client import QdrantClient, models
 
+from qrag_integrations.core.chunks import Chunk
 from qrag_integrations.core.errors import IndexMismatchError, QRAGError
-from qrag_integrations.core.index import Chunk
 from qrag_integrations.core.model import QRAGModel
 from qrag_integrations.stores.rows import (
     KEY_DOC_ID,

@@ -19,8 +19,8 @@ import numpy as np
 
 from qrag_integrations.core import validation
 from qrag_integrations.core.checkpoint import chunk_encoder_fingerprint
+from qrag_integrations.core.chunks import Chunk
 from qrag_integrations.core.errors import IndexMismatchError, QRAGError
-from qrag_integrations.core.index import Chunk
 from qrag_integrations.core.model import QRAGModel
 
 KEY_ID, KEY_DOC_ID, KEY_ORDER, KEY_DOC_RANK, KEY_FINGERPRINT = (

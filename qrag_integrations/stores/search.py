@@ -4,13 +4,13 @@ Each step asks a :class:`CandidateSource` for the ``candidates_per_step`` chunks
 step's state embedding (plain inner product or the store's own metric, metadata filter passed
 through), reads their vectors and document-order keys, and re-scores them exactly with the
 Q-function at the positions the in-memory :class:`~qrag_integrations.core.index.ChunkIndex` would give
-them (:func:`~qrag_integrations.core.search.score_at_positions`, the one scoring code). The loop,
+them (:func:`~qrag_integrations.core.scan.score_at_positions`, the one scoring code). The loop,
 state texts, anchoring and stop rule are :class:`~qrag_integrations.core.search.MultiStepSearcher`'s.
 Whenever the candidates hold the exact arg-max, picks, Q-values and positions are the exact
 search's; :class:`StoreStats` counts how often they did (``check_exact=True``).
 
 A ``{"key": value or [values]}`` filter is pushed down to the store *and* every candidate the
-store returns is checked against it here (:func:`~qrag_integrations.core.index.mapping_filter`, the
+store returns is checked against it here (:func:`~qrag_integrations.core.chunks.mapping_filter`, the
 in-memory index's test), so a store whose filter matches more (Qdrant matches a list that holds
 the value, or a nested field by a dotted key) never makes a chunk outside the filter a pick.
 """
@@ -25,10 +25,12 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
+from qrag_integrations.core.chunks import Chunk, mapping_filter
 from qrag_integrations.core.errors import IndexMismatchError, QRAGError
-from qrag_integrations.core.index import Chunk, ChunkIndex, mapping_filter
+from qrag_integrations.core.index import ChunkIndex
 from qrag_integrations.core.model import QRAGModel
-from qrag_integrations.core.search import Hit, MultiStepSearcher, score_at_positions
+from qrag_integrations.core.scan import score_at_positions
+from qrag_integrations.core.search import Hit, MultiStepSearcher
 
 
 @dataclass(frozen=True)

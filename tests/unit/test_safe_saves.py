@@ -13,7 +13,8 @@ import torch
 from faults import folder_bytes, scratch_left
 from hydra import compose, initialize_config_dir
 from qrag_training.run_folder import prepare_run_dir
-from qrag_training.train import CONF_DIR, Trainer
+from qrag_training.train import CONF_DIR
+from qrag_training.trainer import Trainer
 from retriever_corpus import BABI_TEXTS, build_retriever
 
 from qrag_integrations import ChunkIndex, QRAGError, QRAGRetriever, load_model

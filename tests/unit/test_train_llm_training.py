@@ -10,7 +10,7 @@ import pytest
 from qrag_training.data.custom import load_custom_jsonl
 from qrag_training.evaluate import compose_config
 from qrag_training.settings import load_episodes, run_config_from
-from qrag_training.train import Trainer
+from qrag_training.trainer import Trainer
 from scripted_readers import gold_fact_reader, install_factory, write_unlabeled
 
 SMALL = [

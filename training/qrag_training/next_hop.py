@@ -161,7 +161,7 @@ def base_teacher(model: QRAGModel) -> MeanPoolEncoder:
 class NextHopLearner:
     """Online model, optimiser and schedule of the supervised warm start.
 
-    It offers what :class:`~qrag_training.train.Trainer` needs from a learner (``updates``, ``lr``,
+    It offers what :class:`~qrag_training.trainer.Trainer` needs from a learner (``updates``, ``lr``,
     ``optimizer``, ``scalars``, target tensors: none).
     """
 

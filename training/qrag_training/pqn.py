@@ -42,6 +42,7 @@ from qrag_training.optim import (
 from qrag_training.policy import sample_actions, soft_greedy_probs, soft_values, uniform_probs
 from qrag_training.returns import q_lambda_returns
 from qrag_training.target_forward import forward_online_and_target
+from qrag_training.targets import load_target_tensors, polyak_update, target_tensors
 
 
 @dataclass
@@ -354,51 +355,18 @@ class PQNAgent:
         self.polyak_update()
         return float(norm)
 
-    @torch.no_grad()
     def polyak_update(self) -> None:
         """``target <- (1 - tau) * target + tau * online`` for the trained parameters."""
-        tau = self.config.tau
-        for online, target in (
-            (self.model.state_encoder, self.target_state),
-            (self.model.chunk_encoder, self.target_chunk),
-        ):
-            for p_target, p_online in zip(target.parameters(), online.parameters()):
-                if p_online.requires_grad:
-                    p_target.lerp_(p_online, tau)
+        polyak_update(self.model, self.target_state, self.target_chunk, self.config.tau)
 
     # -- resumable state ------------------------------------------------------------------------
     def target_tensors(self) -> dict[str, torch.Tensor]:
         """Target-encoder tensors that differ from the base model (the trained part)."""
-        keys = self.model.trained_state_dict().keys()
-        out: dict[str, torch.Tensor] = {}
-        for prefix, module in (
-            ("state_encoder.", self.target_state),
-            ("chunk_encoder.", self.target_chunk),
-        ):
-            sd = module.state_dict()
-            for key in keys:
-                if key.startswith(prefix):
-                    out["target_" + key] = sd[key[len(prefix) :]].detach().to("cpu").contiguous()
-        return out
+        return target_tensors(self.model, self.target_state, self.target_chunk)
 
     def load_target_tensors(self, tensors: dict[str, torch.Tensor]) -> None:
         """Inverse of :meth:`target_tensors` (targets are first copied from the online model)."""
-        self.target_state.load_state_dict(self.model.state_encoder.state_dict())
-        self.target_chunk.load_state_dict(self.model.chunk_encoder.state_dict())
-        state, chunk = {}, {}
-        for key, value in tensors.items():
-            name = key.removeprefix("target_")
-            if name.startswith("state_encoder."):
-                state[name.removeprefix("state_encoder.")] = value
-            elif name.startswith("chunk_encoder."):
-                chunk[name.removeprefix("chunk_encoder.")] = value
-            else:
-                raise ValueError(f"unexpected target tensor {key!r}")
-        for module, sd in ((self.target_state, state), (self.target_chunk, chunk)):
-            missing = set(sd) - set(module.state_dict())
-            if missing:
-                raise ValueError(f"target tensors do not fit the model: {sorted(missing)[:3]}")
-            module.load_state_dict(sd, strict=False)
+        load_target_tensors(self.model, self.target_state, self.target_chunk, tensors)
 
     def scalars(self) -> dict[str, Any]:
         """JSON-able counters, schedule and RNG state."""

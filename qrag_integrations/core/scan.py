@@ -1,0 +1,121 @@
+"""Scoring primitives of the search: scans of stored chunk embeddings against a state.
+
+The search loop (:mod:`~qrag_integrations.core.search`) decides *what* to score; this module
+holds *how*: the dtype a block is scored in, the bandwidth-bound CPU scan of one run of rows,
+exact Q-values of chosen chunks at their layout positions, and the optional FAISS
+pre-selection of candidates for very large indexes.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+
+from qrag_integrations.core.positions import positions_at
+
+if TYPE_CHECKING:
+    from qrag_integrations.core.chunks import Snapshot
+    from qrag_integrations.core.model import QRAGModel
+
+
+def score_dtype(emb: torch.Tensor) -> torch.dtype:
+    """The dtype blocks of ``emb`` are scored in (half precision is slow or missing on CPU)."""
+    return torch.float32 if emb.device.type == "cpu" else emb.dtype
+
+
+def cpu_fp32(emb: torch.Tensor) -> bool:
+    """Whether ``emb`` can be scanned in place by :func:`scan_run_cpu`."""
+    return emb.device.type == "cpu" and emb.dtype == torch.float32 and emb.is_contiguous()
+
+
+def scan_run_cpu(
+    emb: torch.Tensor, lo: int, hi: int, vec: torch.Tensor, taken: list[int]
+) -> tuple[int, float]:
+    """Best row of ``emb[lo:hi] @ vec`` for a contiguous CPU float32 ``emb``, skipping ``taken``
+    rows (absolute ranks).
+
+    torch's fp32 matrix-vector product (MKL sgemv) reads the rows at about 40% of memory
+    bandwidth on CPU; ``faiss.knn`` (one query: exhaustive inner products, single thread) is
+    bandwidth-bound, 2.6x faster on 400K x 384, and reads ``emb`` in place (no copy).
+    """
+    import faiss
+
+    skip = [t - lo for t in taken if lo <= t < hi]
+    k = min(hi - lo, 1 + len(skip))
+    d, i = faiss.knn(vec.numpy()[None], emb[lo:hi].numpy(), k, metric=faiss.METRIC_INNER_PRODUCT)
+    for q, r in zip(d[0].tolist(), i[0].tolist()):
+        if r >= 0 and r not in skip:
+            return lo + r, q
+    return -1, -float("inf")
+
+
+def score_at_positions(
+    model: QRAGModel,
+    state: torch.Tensor,
+    vectors: torch.Tensor,
+    ranks: np.ndarray,
+    n: int,
+    picked: Sequence[int],
+) -> tuple[torch.Tensor, np.ndarray]:
+    """Exact Q-values of some chunks, given their document-order ranks among ``n`` chunks.
+
+    The chunks get the positions the full layout would give them (around the picks at ranks
+    ``picked``) and are scored ``Q1 + Q2`` against one (anchored) state. Both candidate paths
+    (FAISS pre-selection, store-backed candidates) score with this.
+
+    Args:
+        model: the Q-RAG model (position mode, RoPE).
+        state: ``(D,)`` state embedding.
+        vectors: ``(K, D)`` unrotated chunk embeddings.
+        ranks: ``(K,)`` their ranks in document order among the ``n`` searched chunks.
+        n: number of searched chunks (positions are laid out over them).
+        picked: ranks of the chunks picked so far.
+
+    Returns:
+        ``(Q-values (K,), positions (K,))``.
+    """
+    cfg = model.config
+    positions = positions_at(
+        cfg.position_mode, ranks, n, picked, cfg.relative_step, cfg.relative_span
+    )
+    pos_t = torch.from_numpy(positions).to(vectors.device)
+    return model.rotate_chunks(vectors.float(), pos_t) @ state.to(vectors.device).float(), positions
+
+
+class FaissPreselector:
+    """A FAISS inner-product index over a snapshot's unrotated embeddings, built on first use
+    and rebuilt when the snapshot's embeddings change (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        # (weak reference to the embeddings it was built from, index); a weakref cannot be
+        # confused with a later tensor the way a reused id() could.
+        self._built: tuple[weakref.ref, Any] | None = None
+
+    def candidates(
+        self, snap: Snapshot, state: torch.Tensor, want: int, factory: str
+    ) -> np.ndarray:
+        """Ranks of the ``want`` rows with the largest unrotated inner product (``-1`` = none),
+        from an index made by the ``faiss.index_factory`` string ``factory``."""
+        index = self._index(snap, factory)
+        _, cand = index.search(state.detach().cpu().numpy()[None].astype(np.float32), want)
+        return cand[0]
+
+    def _index(self, snap: Snapshot, factory: str) -> Any:
+        with self._lock:
+            if self._built is not None and self._built[0]() is snap.embeddings:
+                return self._built[1]
+            import faiss
+
+            vectors = snap.embeddings.detach().float().cpu().numpy()
+            index = faiss.index_factory(vectors.shape[1], factory, faiss.METRIC_INNER_PRODUCT)
+            if not index.is_trained:
+                index.train(vectors)
+            index.add(vectors)
+            self._built = (weakref.ref(snap.embeddings), index)
+            return index
