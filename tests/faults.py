@@ -26,7 +26,7 @@ _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 #: ``(module, name)`` of the native writers the saves use.
 NATIVE_WRITERS = (
     ("qrag_integrations.core.checkpoint", "save_file"),
-    ("qrag_integrations.core.index", "save_file"),
+    ("qrag_integrations.core.index_files", "save_file"),
     ("qrag_training.run_folder", "save_file"),
     ("transformers.modeling_utils", "safe_save_file"),
 )

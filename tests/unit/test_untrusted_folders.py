@@ -13,7 +13,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from qrag_integrations import ChunkIndex, QRAGConfig, QRAGError, QRAGModel, load_model
-from qrag_integrations.core import index as index_mod
+from qrag_integrations.core import index_files as index_mod
 from qrag_integrations.core import loading as ckpt_mod
 from qrag_integrations.core.errors import CheckpointError
 
