@@ -6,7 +6,7 @@ Builds a retriever whose chunk ids, texts and ``k`` are its own (``NAME``), writ
 ``TARGET.ready-NAME``, waits for ``TARGET.go`` to appear, then saves to ``TARGET`` ``SAVES`` times.
 Every ``os.replace`` sleeps first (a slow file system), which widens the swap of a save from
 microseconds to milliseconds so that two unguarded swaps would meet. Used by
-``tests/unit/test_concurrent_saves.py``.
+``tests/core/test_concurrent_saves.py``.
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -13,6 +14,9 @@ from pathlib import Path
 
 import pytest
 import torch
+
+if TYPE_CHECKING:
+    from qrag_integrations.core.model import QRAGModel
 
 # Tests run many tiny ops; extra intra-op threads only stall on a busy 2-core machine.
 torch.set_num_threads(1)
@@ -149,3 +153,22 @@ def _reader_cache_of_the_session(tmp_path_factory: pytest.TempPathFactory) -> It
     os.environ["QRAG_CACHE_DIR"] = str(tmp_path_factory.mktemp("qrag_cache"))
     yield
     os.environ.pop("QRAG_CACHE_DIR", None)
+
+
+@pytest.fixture(scope="module")
+def make_model(tiny_bert_dir: Path) -> Callable[[str], QRAGModel]:
+    """Untrained tiny models by position mode name (:data:`search_reference.MODES`), built once."""
+    cache: dict[str, QRAGModel] = {}
+
+    from search_reference import MODES
+
+    from qrag_integrations.core.config import QRAGConfig
+    from qrag_integrations.core.model import QRAGModel
+
+    def get(mode: str) -> QRAGModel:
+        if mode not in cache:
+            cfg = QRAGConfig(base_model=str(tiny_bert_dir), **MODES[mode])
+            cache[mode] = QRAGModel.from_base(cfg).eval()
+        return cache[mode]
+
+    return get

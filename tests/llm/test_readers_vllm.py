@@ -110,7 +110,7 @@ def test_the_real_engine_answers_or_is_reader_unavailable() -> None:
     """Where vLLM runs (a GPU machine with the ``vllm`` extra) it answers; anywhere else the
     failure must be a ``ReaderUnavailable`` with the cause, never vLLM's own exception. The model
     is ``$QRAG_TEST_VLLM_MODEL`` (default: the SmolLM2 GGUF file). No ``pytest.skip``: the suite
-    never skips (``tests/unit/test_packaging.py``)."""
+    never skips (``tests/project/test_packaging.py``)."""
     model = os.environ.get("QRAG_TEST_VLLM_MODEL") or str(smollm2_path())
     try:
         reader = VLLMReader(model, max_tokens=8)

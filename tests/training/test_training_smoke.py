@@ -16,7 +16,7 @@ import pytest
 #: Every test here runs ``qrag-train`` in a subprocess (tens of seconds each).
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def train(

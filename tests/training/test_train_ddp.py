@@ -16,7 +16,7 @@ import pytest
 #: Every test here starts torchrun with two training processes (about 20 s per run).
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TINY_RUN = [
     "model=tiny",
     "batch_size=8",

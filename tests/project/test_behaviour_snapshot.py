@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1]  # tests/: the snapshot script and its fixture
 
 
 @pytest.mark.slow

@@ -7,6 +7,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from search_reference import (
+    MODES,
+    QUERIES,
+    TEXTS,
+    N,
+    as_tuples,
+    assert_same,
+    brute_force,
+    random_index,
+)
 
 from qrag_integrations.core.config import PositionMode, QRAGConfig
 from qrag_integrations.core.errors import QRAGError
@@ -14,92 +24,6 @@ from qrag_integrations.core.index import ChunkIndex
 from qrag_integrations.core.model import QRAGModel
 from qrag_integrations.core.positions import layout
 from qrag_integrations.core.search import MultiStepSearcher, SearchSettings
-
-N = 13
-QUERIES = ["where is mary", "what did john give to sandra before he went to the garden", "who"]
-# distinct token lengths, so texts differ to the model whatever its vocabulary
-TEXTS = [f"fact {i} " + "the " * i for i in range(N)]
-MODES = {
-    "relative": {"position_mode": PositionMode.RELATIVE, "relative_step": 20},
-    "relative-step4": {"position_mode": PositionMode.RELATIVE, "relative_step": 4},
-    "relative-step1": {"position_mode": PositionMode.RELATIVE, "relative_step": 1},
-    "absolute": {"position_mode": PositionMode.ABSOLUTE},
-    "none": {"position_mode": PositionMode.NONE},
-    "none-anchored": {"position_mode": PositionMode.NONE, "question_weight": 0.7},
-    "relative-anchored": {
-        "position_mode": PositionMode.RELATIVE,
-        "relative_step": 4,
-        "question_weight": 0.7,
-    },
-}
-
-
-def random_index(n: int = N, seed: int = 0, dtype: torch.dtype = torch.float32) -> ChunkIndex:
-    index = ChunkIndex(32, dtype=dtype)
-    g = torch.Generator().manual_seed(seed)
-    e = torch.randn(n, 32, generator=g)
-    metas = [{"doc": "A" if i % 3 else "B", "i": i} for i in range(n)]
-    index.add(TEXTS[:n], e, metadatas=metas, ids=[f"c{i}" for i in range(n)], doc_ids=["d"] * n)
-    return index
-
-
-_STATE_CACHE: dict[tuple[QRAGModel, str], torch.Tensor] = {}
-
-
-def embed_state(model: QRAGModel, text: str) -> torch.Tensor:
-    """One unbatched state pass (cached: the models here are deterministic and never change)."""
-    key = (model, text)
-    if key not in _STATE_CACHE:
-        with torch.no_grad():
-            _STATE_CACHE[key] = model.embed_states([text])
-    return _STATE_CACHE[key]
-
-
-def brute_force(
-    model: QRAGModel,
-    index: ChunkIndex,
-    query: str,
-    k: int,
-    rows: list[int] | None = None,
-    threshold: float | None = None,
-) -> list[tuple[str, int, float, int]]:
-    """Per step: state text -> embed_states -> q_values at the current layout -> arg-max over the
-    unpicked chunks. Returns (chunk id, step, Q, position) per pick."""
-    snap = index.snapshot()
-    rows = list(range(len(snap))) if rows is None else rows
-    chunks = [snap.chunks[r] for r in rows]
-    emb = snap.embeddings[rows].float()
-    n = len(rows)
-    cfg = model.config
-    picked: list[int] = []
-    out = []
-    for step in range(1, min(k, n) + 1):
-        text = model.state_text(query, [chunks[r].text for r in picked], picked_order=picked)
-        state = embed_state(model, text)
-        if picked:
-            state = (state + cfg.question_weight * embed_state(model, query)) / (
-                1 + cfg.question_weight
-            )
-        pos = layout(cfg.position_mode, n, picked, cfg.relative_step, cfg.relative_span)
-        with torch.no_grad():
-            q = model.q_values(state, emb, torch.from_numpy(pos))[0].clone()
-        q[picked] = -torch.inf
-        best = int(q.argmax())
-        if threshold is not None and float(q[best]) < threshold:
-            break
-        out.append((chunks[best].id, step, float(q[best]), int(pos[best])))
-        picked.append(best)
-    return out
-
-
-def as_tuples(hits) -> list[tuple[str, int, float, int]]:
-    return [(h.chunk.id, h.step, h.q_value, h.position) for h in hits]
-
-
-def assert_same(got, expected) -> None:
-    assert [(i, s, p) for i, s, _, p in got] == [(i, s, p) for i, s, _, p in expected]
-    for (_, _, q1, _), (_, _, q2, _) in zip(got, expected):
-        assert q1 == pytest.approx(q2, abs=1e-5)
 
 
 @pytest.mark.parametrize("mode", list(MODES))

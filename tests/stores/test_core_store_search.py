@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from test_core_search import (
+from search_reference import (
     MODES,
     QUERIES,
     N,
