@@ -12,7 +12,7 @@ from qrag_integrations.core.options import suggestion
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 #: Folder of the demo checkpoint shipped inside the package (MiniLM, top 2 layers trained on
 #: BabiLong-style qa1-qa5 at ~4K tokens with the next-hop warm start; see its model card and
-#: ``benchmarks/export_babi_checkpoint.py``).
+#: ``training/tools/export_babi_checkpoint.py``).
 DEMO_CHECKPOINT = ASSETS / "demo_checkpoint"
 
 #: Folder of the HotpotQA checkpoint shipped inside the package (``preset=hotpotqa_gpu``: next-hop

@@ -1,18 +1,19 @@
-"""The long-context benchmark's pool-embedding cache and a tiny run of bench_babilong.py."""
+"""The long-context benchmark's pool-embedding cache and a tiny run of babilong/run.py."""
 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-sys.path.insert(0, str(BENCHMARKS))
-
-from embedding_cache import CacheError, PoolEmbedder, cached_chunk_embeddings, pool_embedder
+from benchmarks.harness.embedding_cache import (
+    CacheError,
+    PoolEmbedder,
+    cached_chunk_embeddings,
+    pool_embedder,
+)
 
 TEXTS = [
     "the cat sat.",
@@ -118,8 +119,8 @@ def test_pool_embedder_embeds_only_texts_outside_the_pool(model, tmp_path):
 
 
 def test_tiny_benchmark_run(tiny_bert_dir, tmp_path):
-    import bench_babilong
-    from babilong_report import report
+    from benchmarks.babilong import run as bench_babilong
+    from benchmarks.babilong.report import report
 
     out = tmp_path / "result.json"
     argv = [
@@ -183,7 +184,7 @@ def test_tiny_benchmark_run(tiny_bert_dir, tmp_path):
 
 
 def test_merge_replaces_cells_of_the_same_suite_task_and_length():
-    from babilong_report import merge
+    from benchmarks.babilong.report import merge
 
     def run(cells, seed=1, command="a"):
         return {
@@ -213,7 +214,7 @@ def test_merge_replaces_cells_of_the_same_suite_task_and_length():
 
 
 def test_baselines_can_be_left_out_or_chosen(tiny_bert_dir, tmp_path):
-    import bench_babilong
+    from benchmarks.babilong import run as bench_babilong
 
     argv = [
         "--tasks",

@@ -1,19 +1,26 @@
-"""bench_general.py: per-question metrics, model specs with search settings, and a tiny run."""
+"""general/run.py: per-question metrics, model specs with search settings, and a tiny run."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
-
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-sys.path.insert(0, str(BENCHMARKS))
-
-import bench_general
 from qrag_training.data.episode import Episode
 from qrag_training.metrics import Retrieval
+
+from benchmarks.general import run as bench_general
+
+#: Scripts of the checkpoint tooling (not a package): loaded by path.
+TOOLS = Path(__file__).resolve().parents[2] / "training" / "tools"
+
+
+def _tool(name: str):
+    spec = importlib.util.spec_from_file_location(name, TOOLS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def test_scores_read_the_first_picks() -> None:
@@ -94,7 +101,7 @@ def test_rrf_fuses_two_rankings() -> None:
 
 
 def test_card_section_lists_the_losses_and_replaces_itself(tmp_path: Path) -> None:
-    import card_limits
+    card_limits = _tool("card_limits")
 
     cell = {
         "cell": "squad",
@@ -122,7 +129,7 @@ def test_card_section_lists_the_losses_and_replaces_itself(tmp_path: Path) -> No
 
 
 def test_report_marks_paired_verdicts_and_merges_files() -> None:
-    import general_report
+    from benchmarks.general import report as general_report
 
     def result(method: str, value: float, verdict: str) -> dict:
         return {

@@ -1,16 +1,12 @@
-"""A tiny run of bench_reader.py (tiny BERT checkpoint, scripted reader) and BabiLong's label match."""
+"""A tiny run of reader/run.py (tiny BERT checkpoint, scripted reader) and BabiLong's label match."""
 
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 from qrag_training.answering import babilong_match
 from scripted_readers import gold_fact_reader, install_factory
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
 
 @pytest.mark.parametrize(
@@ -39,10 +35,11 @@ def test_babilong_label_match(answer: str, gold: str, question: str, match: floa
 
 
 def test_tiny_reader_benchmark_run(tiny_bert_dir, tmp_path, monkeypatch) -> None:
-    import bench_reader
-    from bench_babilong import SPLIT_SEEDS
     from qrag_training.data.babilong import babilong_dataset
     from qrag_training.data.noise import MIXED, NoiseSource
+
+    from benchmarks.babilong.cells import SPLIT_SEEDS
+    from benchmarks.reader import run as bench_reader
 
     seed = SPLIT_SEEDS["test"]
     pool = NoiseSource(MIXED).pool(40, seed=seed)

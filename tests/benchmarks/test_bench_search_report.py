@@ -1,4 +1,4 @@
-"""``benchmarks/search_report.py``: the tables ``bench_search.py`` prints, pinned to the output
+"""``benchmarks/search/report.py``: the tables ``search/run.py`` prints, pinned to the output
 the script had before it was split into modules (same text for the same results)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "search_report.py"
+_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "search/report.py"
 _SPEC = importlib.util.spec_from_file_location("search_report", _PATH)
 assert _SPEC is not None and _SPEC.loader is not None
 search_report = importlib.util.module_from_spec(_SPEC)

@@ -1,17 +1,13 @@
-"""A tiny run of bench_store.py: candidates covering the haystack give the exact search's picks."""
+"""A tiny run of store/run.py: candidates covering the haystack give the exact search's picks."""
 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
-
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-sys.path.insert(0, str(BENCHMARKS))
 
 
 def test_tiny_store_benchmark_run(tiny_bert_dir: Path, tmp_path: Path) -> None:
-    import bench_store
+    from benchmarks.store import run as bench_store
 
     out = tmp_path / "store.json"
     argv = [

@@ -1,17 +1,13 @@
-"""A tiny run of bench_store_hotpotqa.py: candidates covering the pooled paragraphs give the exact picks."""
+"""A tiny run of store/hotpotqa.py: candidates covering the pooled paragraphs give the exact picks."""
 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
-
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-sys.path.insert(0, str(BENCHMARKS))
 
 
 def test_tiny_store_hotpotqa_run(tiny_bert_dir: Path, tmp_path: Path) -> None:
-    import bench_store_hotpotqa
+    from benchmarks.store import hotpotqa as bench_store_hotpotqa
 
     out = tmp_path / "store_hotpotqa.json"
     argv = [

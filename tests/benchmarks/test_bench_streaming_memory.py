@@ -1,20 +1,16 @@
-"""A tiny run of bench_streaming_memory.py: every kind of run is made in its own process and
+"""A tiny run of ingest/memory.py: every kind of run is made in its own process and
 measured, the Qdrant run resumes the cache without re-embedding, and the JSON is what main returns."""
 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-sys.path.insert(0, str(BENCHMARKS))
-
 
 def test_tiny_streaming_memory_run(tiny_bert_dir: Path, tmp_path: Path) -> None:
-    import bench_streaming_memory
+    from benchmarks.ingest import memory as bench_streaming_memory
 
     out = tmp_path / "memory.json"
     argv = [
@@ -61,7 +57,7 @@ def test_tiny_streaming_memory_run(tiny_bert_dir: Path, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("bad", [["--sizes", "100", "--qdrant-sizes", "50"], ["--sizes", "30000"]])
 def test_refused_qdrant_sizes(bad: list[str]) -> None:
-    import bench_streaming_memory
+    from benchmarks.ingest import memory as bench_streaming_memory
 
     with pytest.raises(SystemExit) as exit_info:
         bench_streaming_memory.main(bad)

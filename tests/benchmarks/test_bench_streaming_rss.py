@@ -1,17 +1,13 @@
-"""A tiny run of bench_streaming_rss.py: one record per shard and variant, each from its own process."""
+"""A tiny run of ingest/rss.py: one record per shard and variant, each from its own process."""
 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
-
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-sys.path.insert(0, str(BENCHMARKS))
 
 
 def test_tiny_rss_series(tiny_bert_dir: Path, tmp_path: Path) -> None:
-    import bench_streaming_rss
+    from benchmarks.ingest import rss as bench_streaming_rss
 
     out = tmp_path / "series.json"
     argv = [

@@ -1,6 +1,7 @@
-"""The retrievers ``qrag-eval`` and the benchmarks compare, over each episode's own chunks:
-greedy multi-step Q-RAG (the product's search: :class:`~qrag_integrations.core.search.MultiStepSearcher`),
-single-step dense top-k and single-step BM25 top-k."""
+"""The retrievers ``qrag-eval`` and the benchmarks compare: greedy multi-step Q-RAG (the product's
+search: :class:`~qrag_integrations.core.search.MultiStepSearcher`), single-step dense top-k and
+single-step BM25 top-k; over each episode's own chunks (``*_retrieve``) or over one pool of texts
+that every question searches (``*_retrieve_pooled``, ids = positions in the pool)."""
 
 from __future__ import annotations
 
@@ -98,22 +99,88 @@ def dense_retrieve(
     return results
 
 
-def bm25_retrieve(episodes: Sequence[Episode], k: int) -> list[Retrieval]:
-    """Single-step BM25 top-``k`` over each episode's chunks (``bm25s``, English stop words)."""
+def _bm25_index(texts: Sequence[str]):
+    """A ``bm25s`` index of ``texts`` (English stop words)."""
     import bm25s
 
-    results = []
-    for episode in episodes:
-        retriever = bm25s.BM25()
-        retriever.index(
-            bm25s.tokenize(episode.chunks, stopwords="en", show_progress=False), show_progress=False
-        )
-        query = bm25s.tokenize(
-            [episode.question], stopwords="en", return_ids=False, show_progress=False
-        )
-        docs, scores = retriever.retrieve(query, k=min(k, len(episode.chunks)), show_progress=False)
-        results.append(Retrieval([int(i) for i in docs[0]], [float(s) for s in scores[0]]))
+    retriever = bm25s.BM25()
+    retriever.index(
+        bm25s.tokenize(list(texts), stopwords="en", show_progress=False), show_progress=False
+    )
+    return retriever
+
+
+def _bm25_top(retriever, question: str, k: int, n: int) -> Retrieval:
+    """BM25 top-``min(k, n)`` of one question in an index of ``n`` texts."""
+    import bm25s
+
+    query = bm25s.tokenize([question], stopwords="en", return_ids=False, show_progress=False)
+    docs, scores = retriever.retrieve(query, k=min(k, n), show_progress=False)
+    return Retrieval([int(i) for i in docs[0]], [float(s) for s in scores[0]])
+
+
+def bm25_retrieve(episodes: Sequence[Episode], k: int) -> list[Retrieval]:
+    """Single-step BM25 top-``k`` over each episode's chunks (``bm25s``, English stop words)."""
+    return [_bm25_top(_bm25_index(e.chunks), e.question, k, len(e.chunks)) for e in episodes]
+
+
+# -- one pool of texts for every question ---------------------------------------------------------
+@torch.inference_mode()
+def greedy_retrieve_pooled(
+    model: QRAGModel,
+    questions: Sequence[str],
+    texts: Sequence[str],
+    steps: int,
+    batch_size: int = 32,
+    stop_threshold: float | None = None,
+    embed: ChunkEmbedder | None = None,
+    embed_batch_size: int = 128,
+) -> list[Retrieval]:
+    """Greedy multi-step Q-RAG of every question over one index of all ``texts`` (in their order),
+    ``batch_size`` questions searched together (:meth:`MultiStepSearcher.search`); other arguments
+    as :func:`greedy_retrieve`."""
+    embed = embed or _chunk_embedder(model, embed_batch_size)
+    results: list[Retrieval] = []
+    with eval_mode(model):
+        index = ChunkIndex(model.embedding_dim, device=model.device)
+        index.add(list(texts), embed(texts), ids=[str(i) for i in range(len(texts))])
+        searcher = MultiStepSearcher(model, index)
+        for start in range(0, len(questions), batch_size):
+            hits = searcher.search(
+                list(questions[start : start + batch_size]), steps, stop_threshold
+            )
+            results += [
+                Retrieval([int(h.chunk.id) for h in row], [h.q_value for h in row]) for row in hits
+            ]
     return results
 
 
-# -- CLI ------------------------------------------------------------------------------------------
+@torch.inference_mode()
+def dense_retrieve_pooled(
+    model: QRAGModel,
+    questions: Sequence[str],
+    texts: Sequence[str],
+    k: int,
+    batch_size: int = 32,
+    embed: ChunkEmbedder | None = None,
+    embed_batch_size: int = 128,
+) -> list[Retrieval]:
+    """Single-step dense top-``k`` of every question over all ``texts`` (cosine, as
+    :func:`dense_retrieve`), ``batch_size`` questions embedded together."""
+    embed = embed or _chunk_embedder(model, embed_batch_size)
+    results = []
+    with eval_mode(model):
+        chunks = torch.nn.functional.normalize(embed(texts).float(), dim=-1)
+        for start in range(0, len(questions), batch_size):
+            batch = list(questions[start : start + batch_size])
+            query = torch.nn.functional.normalize(model.embed_states(batch).float(), dim=-1)
+            for row in range(len(batch)):
+                top = torch.topk(query[row] @ chunks.T, min(k, len(texts)))
+                results.append(Retrieval(top.indices.tolist(), top.values.tolist()))
+    return results
+
+
+def bm25_retrieve_pooled(questions: Sequence[str], texts: Sequence[str], k: int) -> list[Retrieval]:
+    """Single-step BM25 top-``k`` of every question over one index of all ``texts``."""
+    retriever = _bm25_index(texts)
+    return [_bm25_top(retriever, q, k, len(texts)) for q in questions]

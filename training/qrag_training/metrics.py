@@ -3,7 +3,9 @@
 Per episode: fact EM (every supporting chunk picked) and fact F1 (picked vs supporting chunk ids).
 Over a set (:func:`summarize`): ``fact_em``, ``fact_f1``, ``fact_em_at_facts`` (fact EM of the
 first picks only, as many as the episode has facts), ``mean_steps``, ``n`` and (with a feedback)
-``reward``.
+``reward``. The benchmarks' ``em`` / ``recall`` (:func:`em_recall`) are the same fact EM and the
+mean share of supporting chunks picked, and their ``stop_threshold`` rows (:func:`stop_metrics`)
+cut picks by the search's own stop rule.
 """
 
 from __future__ import annotations
@@ -32,6 +34,51 @@ def fact_metrics(picked: Sequence[int], support: Sequence[int]) -> tuple[float, 
         return em, 0.0
     precision, recall = hit / len(got), hit / len(gold)
     return em, 2 * precision * recall / (precision + recall)
+
+
+def fact_recall(picked: Sequence[int], support: Sequence[int]) -> float:
+    """Share of the supporting chunk ids that were picked (0 when there is no support)."""
+    gold = {int(i) for i in support}
+    return len(gold & {int(i) for i in picked}) / len(gold) if gold else 0.0
+
+
+def em_recall(picks: Sequence[Sequence[int]], gold: Sequence[Sequence[int]]) -> tuple[float, float]:
+    """Mean fact EM and mean fact recall over questions (:func:`fact_metrics`, :func:`fact_recall`)."""
+    em = float(np.mean([fact_metrics(p, g)[0] for p, g in zip(picks, gold)]))
+    recall = float(np.mean([fact_recall(p, g) for p, g in zip(picks, gold)]))
+    return em, recall
+
+
+def cut_at_stop(
+    picks: Sequence[Sequence[int]], q_values: Sequence[Sequence[float]], threshold: float
+) -> list[list[int]]:
+    """What a search with ``stop_threshold=threshold`` returns, from a longer search's picks.
+
+    The search (:class:`~qrag_integrations.core.search.MultiStepSearcher`) stops before the first
+    pick whose Q-value is below the threshold, and nothing before that pick depends on it, so this
+    cut of a longer search's picks is exactly what a search with the threshold returns."""
+    kept = []
+    for p, q in zip(picks, q_values):
+        cut = next((i for i, v in enumerate(q) if v < threshold), len(q))
+        kept.append(list(p[:cut]))
+    return kept
+
+
+def stop_metrics(
+    picks: Sequence[Sequence[int]],
+    q_values: Sequence[Sequence[float]],
+    gold: Sequence[Sequence[int]],
+    threshold: float,
+) -> dict[str, float]:
+    """``em``, ``recall`` and ``mean_steps`` of the picks :func:`cut_at_stop` keeps."""
+    kept = cut_at_stop(picks, q_values, threshold)
+    em, recall = em_recall(kept, gold)
+    return {
+        "stop_threshold": threshold,
+        "em": em,
+        "recall": recall,
+        "mean_steps": float(np.mean([len(p) for p in kept])),
+    }
 
 
 @dataclass

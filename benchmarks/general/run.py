@@ -1,0 +1,299 @@
+"""Is one checkpoint good everywhere? Every model given, single-step dense top-k and BM25, paired on
+the same questions, over cells of different kinds of text:
+
+- ``squad``: out of domain, real single-hop questions over one pool of all paragraphs of SQuAD v2.0
+  dev articles 0-17 (file order; 18-34 are reserved and never read), hit@1 / hit@3;
+- ``hotpotqa``: multi-hop Wikipedia, 10 paragraphs per question (``--split val``: the validation
+  slice of the training buckets; ``test``: bucket 0), EM@2 / EM@4;
+- ``babilong-<noise>-<tokens>``: bAbI qa1-qa5 hidden in noise prose (``mixed`` = the training
+  noise; ``squad`` = sentences of SQuAD articles 0-17, a noise source no training run used), fact EM
+  at k = the number of facts and at 6 picks;
+- ``ruler-<variant>-<tokens>``: RULER needles, EM at k = needles and at 5 picks.
+
+A third baseline fuses dense and BM25 rankings (``dense+bm25``: reciprocal-rank fusion, as
+LangChain's ``EnsembleRetriever``). Each method is compared with dense top-k of the untrained encoder per question (``paired``: mean
+difference and bootstrap 95% interval; ``worse`` = dense better beyond the interval).
+
+    python -m benchmarks.general.run --model demo=packaged:qrag-babi-demo \\
+        --cells squad,hotpotqa,babilong-mixed-4000,babilong-squad-4000 --split val
+
+Validation uses seed 555555 for generated cells; ``--split test`` needs an explicit ``--seed`` that
+no earlier run has used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from qrag_training.baselines import bm25_retrieve, dense_retrieve, greedy_retrieve
+from qrag_training.data.babilong import babilong_dataset
+from qrag_training.data.episode import Episode
+from qrag_training.data.hotpotqa import load_hotpotqa
+from qrag_training.data.noise import NoisePool, split_sentences
+from qrag_training.data.ruler import ruler_dataset
+from qrag_training.data.squad import load_squad_ood, read_articles
+from qrag_training.metrics import Retrieval
+from qrag_training.paired import paired_bootstrap
+
+from benchmarks.harness import results as harness
+from benchmarks.harness.embedding_cache import embed_once
+from qrag_integrations import load_model
+from qrag_integrations.core.config import PACKAGED_MINILM, PositionMode
+from qrag_integrations.core.model import QRAGModel
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+VAL_SEED = 555_555
+TASKS = ["qa1", "qa2", "qa3", "qa4", "qa5"]
+DENSE, BM25, HYBRID = "dense", "bm25", "dense+bm25"
+#: Candidates per ranking fused by the hybrid baseline, and its reciprocal-rank constant (the
+#: defaults of LangChain's EnsembleRetriever: c = 60, equal weights).
+HYBRID_DEPTH, RRF_C = 50, 60
+#: Picks per cell kind, and the pick budgets its metrics read (``facts`` = as many as the question has).
+PICKS = {"squad": 3, "hotpotqa": 4, "babilong": 6, "ruler": 5}
+METRICS: dict[str, list[tuple[str, int | str]]] = {
+    "squad": [("hit@1", 1), ("hit@3", 3)],
+    "hotpotqa": [("em@2", 2), ("em@4", 4)],
+    "babilong": [("em@facts", "facts"), ("em@6", 6)],
+    "ruler": [("em@facts", "facts"), ("em@5", 5)],
+}
+
+
+def squad_noise(seed: int) -> NoisePool:
+    """Sentences of SQuAD articles 0-17 as BabiLong noise (never used by any training run)."""
+    sentences = [
+        s for a in read_articles(18) for p in a["paragraphs"] for s in split_sentences(p["context"])
+    ]
+    return NoisePool([s for s in sentences if 5 <= len(s.split()) <= 60], kind="squad")
+
+
+def cell_episodes(cell: str, split: str, n: int, seed: int) -> list[Episode]:
+    """The episodes of a cell (``n``: questions for squad, per task for babilong, episodes for ruler)."""
+    kind, *rest = cell.split("-")
+    if kind == "squad":
+        return load_squad_ood(group_size=18, n=n, seed=seed)
+    if kind == "hotpotqa":
+        return load_hotpotqa(split="val" if split == "val" else "eval", limit=n)
+    if kind == "babilong":
+        noise, tokens = rest[0], int(rest[1])
+        pool = squad_noise(seed) if noise == "squad" else None
+        return babilong_dataset(
+            TASKS,
+            n=n * len(TASKS),
+            target_tokens=tokens,
+            seed=seed,
+            noise_kind="mixed" if noise == "squad" else noise,
+            noise=pool,
+        )
+    if kind == "ruler":
+        variant, tokens = "_".join(["niah", rest[0]]), int(rest[1])
+        return ruler_dataset(variant, n=n, target_tokens=tokens, seed=seed)
+    raise ValueError(f"unknown cell {cell!r}")
+
+
+def scores(
+    episodes: Sequence[Episode], results: Sequence[Retrieval], kind: str
+) -> dict[str, list[float]]:
+    """Per-question 0/1 of every metric of the cell kind."""
+    out: dict[str, list[float]] = {}
+    for name, k in METRICS[kind]:
+        out[name] = [
+            float(set(e.support) <= set(r.picked[: len(e.support) if k == "facts" else int(k)]))
+            for e, r in zip(episodes, results)
+        ]
+    return out
+
+
+#: Search settings a model spec may change (they are read at search time, not trained in).
+SETTINGS = {
+    "question_weight": float,
+    "max_state_tokens": int,
+    "max_chunk_tokens": int,
+    "position_mode": PositionMode,
+}
+
+
+def load_with_settings(spec: str) -> QRAGModel:
+    """``CHECKPOINT[:FIELD=VALUE,...]``: the model, with those search settings changed."""
+    checkpoint, _, settings = _split_settings(spec)
+    model = load_model(checkpoint)
+    for item in filter(None, settings.split(",")):
+        key, _, value = item.partition("=")
+        if key not in SETTINGS:
+            raise ValueError(
+                f"unknown search setting {key!r} in {spec!r}; valid: {', '.join(SETTINGS)}"
+            )
+        setattr(model.config, key, SETTINGS[key](value))
+    return model
+
+
+def _split_settings(spec: str) -> tuple[str, str, str]:
+    """``(checkpoint, ':', settings)``: settings follow the last ``:`` that precedes a ``=``."""
+    head, sep, tail = spec.rpartition(":")
+    if sep and "=" in tail:
+        return head, sep, tail
+    return spec, "", ""
+
+
+def rrf(a: Sequence[int], b: Sequence[int], k: int) -> Retrieval:
+    """Reciprocal-rank fusion of two rankings with equal weights (what LangChain's
+    ``EnsembleRetriever`` does), top ``k``; ties keep the first ranking's order."""
+    score: dict[int, float] = {}
+    for ranking in (a, b):
+        for rank, item in enumerate(ranking):
+            score[item] = score.get(item, 0.0) + 1.0 / (RRF_C + rank + 1)
+    order = sorted(score, key=lambda i: -score[i])
+    return Retrieval(order[:k])
+
+
+def run_cell(
+    cell: str, episodes: list[Episode], models: dict[str, QRAGModel], embedders: dict[str, Callable]
+) -> dict:
+    """Every model, dense and BM25 on one cell: metrics, per-task metrics, paired differences."""
+    kind = cell.split("-")[0]
+    picks = PICKS[kind]
+    per_method: dict[str, dict[str, list[float]]] = {}
+    seconds: dict[str, float] = {}
+    for name, model in models.items():
+        t0 = time.perf_counter()
+        results = greedy_retrieve(model, episodes, picks, embed=embedders[name])
+        seconds[name] = time.perf_counter() - t0
+        per_method[name] = scores(episodes, results, kind)
+    t0 = time.perf_counter()
+    per_method[DENSE] = scores(
+        episodes,
+        dense_retrieve(models["untrained"], episodes, picks, embed=embedders["untrained"]),
+        kind,
+    )
+    seconds[DENSE] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    bm25 = bm25_retrieve(episodes, HYBRID_DEPTH)
+    per_method[BM25] = scores(episodes, [Retrieval(r.picked[:picks]) for r in bm25], kind)
+    seconds[BM25] = time.perf_counter() - t0
+    dense_deep = dense_retrieve(
+        models["untrained"], episodes, HYBRID_DEPTH, embed=embedders["untrained"]
+    )
+    per_method[HYBRID] = scores(
+        episodes, [rrf(a.picked, b.picked, picks) for a, b in zip(dense_deep, bm25)], kind
+    )
+    table = {m: {k: sum(v) / len(v) for k, v in s.items()} for m, s in per_method.items()}
+    paired = {
+        m: {k: paired_bootstrap(s[k], per_method[DENSE][k]).to_dict() for k in s}
+        for m, s in per_method.items()
+        if m != DENSE
+    }
+    by_task: dict[str, dict[str, dict[str, float]]] = {}
+    if kind == "babilong":
+        for task in TASKS:
+            rows = [i for i, e in enumerate(episodes) if e.meta.get("task") == task]
+            if rows:
+                by_task[task] = {
+                    m: {k: sum(v[i] for i in rows) / len(rows) for k, v in s.items()}
+                    for m, s in per_method.items()
+                }
+    return {
+        "cell": cell,
+        "n": len(episodes),
+        "metrics": table,
+        "paired_vs_dense": paired,
+        "by_task": by_task,
+        "seconds": seconds,
+    }
+
+
+def print_cell(result: dict) -> None:
+    for method, values in result["metrics"].items():
+        cells = []
+        for k, v in values.items():
+            p = result["paired_vs_dense"].get(method, {}).get(k)
+            tag = (
+                ""
+                if p is None
+                else f" ({p['diff']:+.3f} [{p['low']:+.3f}, {p['high']:+.3f}] {p['verdict']})"
+            )
+            cells.append(f"{k} {v:.3f}{tag}")
+        print(f"  {method:>12}: " + "; ".join(cells), flush=True)
+
+
+def main(argv: Sequence[str] | None = None) -> dict:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument(
+        "--model",
+        action="append",
+        default=[],
+        metavar="NAME=CHECKPOINT[:FIELD=VALUE,...]",
+        help="a checkpoint folder, packaged name or encoder, optionally with search settings "
+        "(e.g. untrained_w1=packaged:all-MiniLM-L6-v2:question_weight=1); "
+        "'untrained' (the packaged MiniLM as it ships) always runs",
+    )
+    p.add_argument(
+        "--base",
+        default=PACKAGED_MINILM,
+        help="the untrained encoder: 'untrained' (multi-step) and dense top-k run with it",
+    )
+    p.add_argument("--cells", default="squad,hotpotqa,babilong-mixed-4000,babilong-squad-4000")
+    p.add_argument("--split", choices=["val", "test"], default="val")
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help=f"seed of generated cells and the SQuAD sample (val: {VAL_SEED})",
+    )
+    p.add_argument("--squad-n", type=int, default=400, help="SQuAD questions (a seeded sample)")
+    p.add_argument(
+        "--hotpotqa-n", type=int, default=None, help="HotpotQA questions (default: the whole split)"
+    )
+    p.add_argument("--babi-n", type=int, default=30, help="episodes per bAbI task")
+    p.add_argument("--ruler-n", type=int, default=50, help="episodes per RULER cell")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--out", type=Path, default=RESULTS / "general_val.json")
+    args = p.parse_args(argv)
+    if args.split == "test" and args.seed is None:
+        p.error("--split test needs an explicit --seed that no earlier run has used")
+    seed = VAL_SEED if args.seed is None else args.seed
+    harness.set_threads(args.threads)
+    specs = {"untrained": args.base, **dict(m.split("=", 1) for m in args.model)}
+    models = {name: load_with_settings(spec) for name, spec in specs.items()}
+    caches: dict[tuple[str, int], dict] = {}  # one cache per checkpoint and chunk budget
+    embedders = {
+        name: functools.partial(
+            embed_once,
+            model,
+            cache=caches.setdefault(
+                (_split_settings(specs[name])[0], model.config.max_chunk_tokens), {}
+            ),
+        )
+        for name, model in models.items()
+    }
+    sizes = {
+        "squad": args.squad_n,
+        "hotpotqa": args.hotpotqa_n,
+        "babilong": args.babi_n,
+        "ruler": args.ruler_n,
+    }
+    cells = []
+    for cell in args.cells.split(","):
+        episodes = cell_episodes(cell, args.split, sizes[cell.split("-")[0]], seed)
+        print(f"{cell}: {len(episodes)} questions", flush=True)
+        cells.append(run_cell(cell, episodes, models, embedders))
+        print_cell(cells[-1])
+    result = {
+        "benchmark": "general",
+        "split": args.split,
+        "seed": seed,
+        "models": specs,
+        "cells": cells,
+        "machine": harness.machine_info(args.threads, "cpu"),
+        "code": harness.code_version(),
+        "command": harness.command_line(list(argv) if argv is not None else None),
+    }
+    harness.write_json(args.out, result)
+    return result
+
+
+if __name__ == "__main__":
+    main()

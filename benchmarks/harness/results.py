@@ -1,0 +1,66 @@
+"""The header every benchmark result carries: machine, threads, code version, the command line;
+and the JSON writer."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+
+def set_threads(threads: int) -> None:
+    """Thread count for both torch and FAISS (OpenMP)."""
+    import faiss
+    import torch
+
+    torch.set_num_threads(threads)
+    faiss.omp_set_num_threads(threads)
+
+
+def code_version() -> dict:
+    """Commit of the checkout and where ``qrag_integrations`` was imported from."""
+    import qrag_integrations
+
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=Path(__file__).resolve().parent,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        commit = None
+    return {"git_commit": commit, "qrag_integrations": str(Path(qrag_integrations.__file__).parent)}
+
+
+def command_line(argv: list[str] | None) -> str:
+    """The command that produced a result file (``argv`` as given to ``main``, else sys.argv):
+    ``python -m benchmarks.<folder>.<script> ...`` when run as a module."""
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    program = f"-m {spec.name}" if spec is not None and spec.name else sys.argv[0]
+    return "python " + " ".join([program, *(argv if argv is not None else sys.argv[1:])])
+
+
+def machine_info(threads: int, device: str, **extra) -> dict:
+    """Platform, CPU count, threads, device and torch version, then ``extra`` in order."""
+    import torch
+
+    return {
+        "platform": platform.platform(),
+        "processor": platform.processor() or platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "threads": threads,
+        "device": device,
+        "torch": torch.__version__,
+        **extra,
+    }
+
+
+def write_json(path: str | Path, obj: dict) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(obj, indent=2) + "\n", encoding="utf-8")
