@@ -38,6 +38,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -71,6 +72,7 @@ from qrag_training.baselines import (
 )
 from qrag_training.data.episode import Episode
 from qrag_training.metrics import Retrieval, fact_metrics, summarize
+from qrag_training.report import checkpoint_report
 
 #: Bad input at the trainer's command lines: a config that does not compose, and what any command
 #: of the package refuses (:data:`qrag_integrations.cli_errors.INPUT_ERRORS`).
@@ -165,6 +167,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--base-model",
         help="base encoder of the base/dense baselines (default: the config's model.base_model)",
     )
+    p.add_argument(
+        "--compare-baselines",
+        action="store_true",
+        help="with a checkpoint: also run its base encoder multi-step, dense top-k and BM25 on the "
+        "same episodes; print the paired table and a verdict (report.json / report.md in --out)",
+    )
     p.add_argument("--device", default="cpu", help="torch device (cpu, cuda, ...)")
     p.add_argument("--batch-size", type=int, default=16, help="episodes retrieved together")
     p.add_argument("--threads", type=int, help="torch.set_num_threads")
@@ -246,6 +254,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         torch.set_num_threads(args.threads)
     if args.baseline == "none" and not args.reader:
         raise ValueError("--baseline none retrieves nothing: it needs --reader")
+    if args.compare_baselines and args.baseline:
+        raise ValueError("--compare-baselines judges a checkpoint: give one instead of --baseline")
     overrides = list(args.overrides)
     env = args.env
     if args.jsonl:
@@ -305,6 +315,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 "reader_seconds": round(time.perf_counter() - started, 2),
             }
         )
+    if args.compare_baselines:
+        report = checkpoint_report(
+            args.checkpoint, cfg, episodes, steps, args.batch_size, args.device
+        )
+        summary["baseline_report"] = report.to_dict()
+        print(report.markdown(), file=sys.stderr)
+        if args.out:
+            write_json_atomic(Path(args.out) / "report.json", report.to_dict())
+            write_text_atomic(Path(args.out) / "report.md", report.markdown() + "\n")
     if args.out:
         write_samples(
             Path(args.out),

@@ -44,6 +44,8 @@ OPTIMIZER_FILE = "optimizer.pt"
 CONFIG_YAML = "train_config.yaml"
 STATE_FORMAT_VERSION = 1
 METRICS_FILE, LAST_DIR, BEST_DIR, TB_DIR = "metrics.jsonl", "last", "best", "tb"
+#: The end-of-run comparison with the baselines (``final_report``).
+REPORT_JSON, REPORT_MD = "report.json", "report.md"
 
 #: ``out_dir/last`` and ``out_dir/best``: checkpoints with the trainer's additions.
 RUN_CHECKPOINT_SAVE = SaveKind(
@@ -55,7 +57,8 @@ RUN_CHECKPOINT_SAVE = SaveKind(
 #: ``out_dir``, recognised by holding nothing but what the trainer (and ``qrag_training.plot``,
 #: ``metrics.png``) writes.
 RUN_FOLDER = SaveKind(
-    "qrag-train run folder", frozenset({METRICS_FILE, "metrics.png", LAST_DIR, BEST_DIR, TB_DIR})
+    "qrag-train run folder",
+    frozenset({METRICS_FILE, "metrics.png", LAST_DIR, BEST_DIR, TB_DIR, REPORT_JSON, REPORT_MD}),
 )
 
 

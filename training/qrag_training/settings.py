@@ -17,8 +17,9 @@ from omegaconf import DictConfig, OmegaConf
 
 from qrag_integrations.core.config import QRAGConfig
 from qrag_training.data.episode import Episode
+from qrag_training.data.groups import SPLIT_KEY
 from qrag_training.data.registry import load_dataset
-from qrag_training.data.splits import split_of
+from qrag_training.data.splits import VAL, split_of
 from qrag_training.env import EnvSettings
 from qrag_training.feedback import Feedback
 from qrag_training.feedback_kinds import build_feedback
@@ -90,6 +91,10 @@ class RunConfig:
     checkpoint_metric: str = "fact_em"
     """Eval metric (``fact_em``, ``fact_em_at_facts``, ``fact_f1`` or ``reward``) that selects
     ``out_dir/best``."""
+    final_report: bool = True
+    """At the end of the run, compare ``out_dir/best`` with its base encoder (multi-step), dense
+    top-k and BM25 on the held-out episodes and give a verdict (:mod:`qrag_training.report`):
+    ``out_dir/report.md`` / ``report.json`` and a section of ``best``'s model card."""
     resume: bool = False
     """Continue from ``out_dir/last``."""
     overwrite: bool = False
@@ -217,9 +222,11 @@ def feedback_needs(feedback: Feedback) -> dict[str, bool]:
 
 
 def _hash_split(episodes: list[Episode], split: str | None) -> list[Episode]:
+    """The episodes of one hash split, by their group's key where the loader set one (custom
+    JSONL: held out by document, :mod:`qrag_training.data.groups`), else by their id."""
     if split is None:
         return episodes
-    return [e for e in episodes if split_of(e.id) == split]
+    return [e for e in episodes if split_of(str(e.meta.get(SPLIT_KEY, e.id))) == split]
 
 
 def _keep(
@@ -241,6 +248,7 @@ def load_episodes(
     pool_pass: int = 0,
     needs_support: bool = True,
     needs_answer: bool = False,
+    hash_split: str | None = None,
 ) -> list[Episode]:
     """Load the training pool (``which="train"``) or the held-out episodes (``"eval"``).
 
@@ -253,6 +261,8 @@ def load_episodes(
         needs_support: drop episodes without supporting-fact labels (with a warning; an error
             when none has them).
         needs_answer: drop episodes without a gold answer (likewise).
+        hash_split: this hash split (``train``, ``val``, ``eval``) instead of the env's
+            ``<which>_hash_split`` (e.g. the end-of-run report's ``env.report_hash_split``).
     """
     if which not in ("train", "eval"):
         raise ValueError(f"which must be train or eval, got {which!r}")
@@ -260,7 +270,7 @@ def load_episodes(
     if which == "train" and run.refresh_pool and "seed" in kwargs:
         kwargs["seed"] = int(kwargs["seed"]) * 1000 + pool_pass
     episodes = load_dataset(str(cfg.env.name), **kwargs)
-    episodes = _hash_split(episodes, cfg.env.get(f"{which}_hash_split"))
+    episodes = _hash_split(episodes, hash_split or cfg.env.get(f"{which}_hash_split"))
     if needs_support:
         episodes = _keep(
             episodes,
@@ -281,5 +291,13 @@ def load_episodes(
     if which == "eval":
         episodes = episodes[: run.eval_episodes]
     if not episodes:
-        raise ValueError(f"no {which} episodes for env {cfg.env.name!r} with {kwargs}")
+        split = hash_split or cfg.env.get(f"{which}_hash_split")
+        hint = (
+            "; a small corpus may leave the validation slice empty: choose on "
+            "env.eval_hash_split=eval, or give env.eval.path"
+            if split == VAL
+            else ""
+        )
+        where = f" (hash split {split!r})" if split else ""
+        raise ValueError(f"no {which} episodes for env {cfg.env.name!r}{where} with {kwargs}{hint}")
     return episodes

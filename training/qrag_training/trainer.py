@@ -46,6 +46,7 @@ from qrag_training.env import EpisodeStream, RetrievalEnv, VectorEnv
 from qrag_training.metrics import summarize
 from qrag_training.next_hop import NextHopLearner
 from qrag_training.pqn import PQNAgent
+from qrag_training.report import write_run_report
 from qrag_training.run_folder import (
     METRICS_FILE,
     TB_DIR,
@@ -246,6 +247,28 @@ class Trainer:
             self.best_metric = metric
             self.save("best", with_state=False)
 
+    def _final_report(self) -> None:
+        """The comparison with the baselines, on ``env.report_hash_split`` when the env names a
+        split other than the one that chose the checkpoint (else on those same episodes)."""
+        env, run = self.cfg.env, self.run
+        split = env.get("report_hash_split")
+        same = not split or split == env.get("eval_hash_split")
+        episodes = (
+            self.eval_episodes
+            if same
+            else load_episodes(self.cfg, run, "eval", needs_support=False, hash_split=split)
+        )
+        chosen_by = f"best {run.checkpoint_metric} on these questions" if same else None
+        write_run_report(
+            self.out_dir,
+            self.cfg,
+            episodes,
+            run.max_steps,
+            run.eval_batch,
+            str(self.device),
+            chosen_by=chosen_by,
+        )
+
     def _summary(self, record: dict[str, Any]) -> str:
         def fmt(key: str, value: Any, digits: int = 3) -> str:
             return f"{key} {value:.{digits}f}" if isinstance(value, float) else f"{key} -"
@@ -361,4 +384,6 @@ class Trainer:
         bar.close()
         if self.writer is not None:
             self.writer.close()
+        if run.final_report and ctx.is_main:
+            self._final_report()
         return record

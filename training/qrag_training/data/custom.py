@@ -28,6 +28,9 @@ entry matches a chunk that contains it, ignoring case and runs of whitespace; an
 matches no chunk is an error (it may have been cut by the splitter: raise ``chunk_size``).
 Unlabeled lines (no support) are allowed: they need an answer-based reward.
 
+Held-out by document: the train / eval hash split keeps lines that share a document on one
+side (``group_by``, :mod:`qrag_training.data.groups`).
+
 Blank lines are skipped. Malformed lines raise :class:`CustomFormatError` naming the file,
 the line number and the problem.
 """
@@ -41,6 +44,13 @@ from pathlib import Path
 from typing import Any
 
 from qrag_training.data.episode import Episode
+from qrag_training.data.groups import (
+    DOCUMENT_KEYS,
+    GROUP_AUTO,
+    assign_split_keys,
+    check_group_by,
+    text_key,
+)
 from qrag_training.data.noise import split_sentences
 
 SOURCE_NAME = "custom"
@@ -151,14 +161,19 @@ class _Line:
 
     def documents(
         self, value: Any, chunk_size: int, chunk_overlap: int, splitter: str
-    ) -> tuple[list[str], list[str], list[str]]:
+    ) -> tuple[list[str], list[str], list[str], list[str]]:
+        """Chunks, their titles and document ids, and each document's key for grouping (its
+        ``id`` when given, else its text: :mod:`qrag_training.data.groups`)."""
         if not isinstance(value, list) or not value:
             raise self.fail("'documents' must be a non-empty list of objects")
-        chunks, titles, doc_ids = [], [], []
+        chunks, titles, doc_ids, keys = [], [], [], []
         for i, doc in enumerate(value):
             if not isinstance(doc, dict) or not isinstance(doc.get("text"), str):
                 raise self.fail(f"'documents'[{i}] must be an object with a string 'text'")
             doc_id = str(doc.get("id", i))
+            key = f"doc:{doc['id']}" if "id" in doc else text_key("doc", doc["text"])
+            if key not in keys:
+                keys.append(key)
             title = str(doc.get("title") or doc_id)
             parts = split_document(doc["text"], chunk_size, chunk_overlap, splitter)
             chunks += parts
@@ -166,7 +181,7 @@ class _Line:
             doc_ids += [doc_id] * len(parts)
         if not chunks:
             raise self.fail("'documents' hold no text to split into chunks")
-        return chunks, titles, doc_ids
+        return chunks, titles, doc_ids, keys
 
     def support(self, record: dict[str, Any], chunks: list[str]) -> list[int]:
         support: list[int] = []
@@ -223,10 +238,11 @@ class _Line:
         if "chunks" in record:
             chunks = list(self.string_list(record["chunks"], "chunks"))
         else:
-            chunks, titles, doc_ids = self.documents(
+            chunks, titles, doc_ids, keys = self.documents(
                 record["documents"], chunk_size, chunk_overlap, splitter
             )
             meta["chunk_doc_ids"] = doc_ids
+            meta[DOCUMENT_KEYS] = keys
         return Episode(
             id=str(record.get("id", self.line_no)),
             question=question,
@@ -243,6 +259,7 @@ def load_custom_jsonl(
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     chunk_overlap: int = DEFAULT_CHUNK_OVERLAP,
     splitter: str = SPLITTER_AUTO,
+    group_by: str = GROUP_AUTO,
 ) -> list[Episode]:
     """Load a corpus in the custom JSONL format (see the module docstring).
 
@@ -251,6 +268,9 @@ def load_custom_jsonl(
         chunk_size: Chunk size in characters when ``documents`` are split.
         chunk_overlap: Chunk overlap in characters (LangChain splitter only).
         splitter: "auto", "langchain" or "sentences".
+        group_by: what keeps lines on one side of the train / eval split: "auto" (lines that
+            share a document), "line" or "meta.<field>" (:mod:`qrag_training.data.groups`); the
+            key is ``episode.meta["split_key"]``.
 
     Returns:
         One episode per non-blank line.
@@ -261,6 +281,7 @@ def load_custom_jsonl(
     """
     path = Path(path)
     _resolve_splitter(splitter)
+    check_group_by(group_by)
     episodes: list[Episode] = []
     first_line: dict[str, int] = {}
     with path.open(encoding="utf-8") as fh:
@@ -273,4 +294,5 @@ def load_custom_jsonl(
                 raise line.fail(f"id {episode.id!r} already used on line {first_line[episode.id]}")
             first_line[episode.id] = line_no
             episodes.append(episode)
+    assign_split_keys(episodes, group_by)
     return episodes

@@ -1,0 +1,245 @@
+"""Should this checkpoint ship? A trained model against the baselines on the same held-out questions.
+
+Four retrievers answer every question with ``k`` picks: the trained model (multi-step), its base
+encoder used multi-step (untrained), single-step dense top-k with the base encoder, and BM25
+(:mod:`qrag_training.baselines`). Per question: ``hit@1`` (the first pick is a supporting chunk),
+``hit@k`` (one of the ``k`` picks is) and ``fact_em`` (all supporting chunks are among the ``k``
+picks). The trained model is compared with each baseline paired on the same questions
+(:func:`qrag_training.paired.paired_bootstrap`, 95% interval).
+
+The verdict: **better** when the trained model beats dense top-k beyond the interval on ``hit@1``
+or ``hit@k`` and is worse than neither dense top-k nor the base encoder on any metric beyond the
+interval; otherwise **not better: do not ship this checkpoint**, naming the comparison that
+failed. BM25 is reported, not part of the verdict (a lexical retriever a user may combine with).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from qrag_integrations.core.atomic import write_json_atomic, write_text_atomic
+from qrag_integrations.core.checkpoint import CARD_FILE
+from qrag_integrations.core.model import QRAGModel
+from qrag_training.baselines import bm25_retrieve, dense_retrieve, greedy_retrieve
+from qrag_training.data.episode import Episode
+from qrag_training.metrics import Retrieval, fact_metrics
+from qrag_training.paired import PairedDifference, paired_bootstrap
+from qrag_training.run_folder import BEST_DIR, REPORT_JSON, REPORT_MD
+
+logger = logging.getLogger(__name__)
+
+TRAINED, BASE, DENSE, BM25 = "trained", "base multi-step", "dense top-k", "bm25"
+METHODS = (TRAINED, BASE, DENSE, BM25)
+#: Baselines the verdict requires the trained model not to lose to.
+MUST_NOT_LOSE_TO = (DENSE, BASE)
+SHIP, DO_NOT_SHIP = "better", "not better: do not ship this checkpoint"
+
+
+def per_question(episodes: Sequence[Episode], found: Sequence[Retrieval], k: int) -> dict:
+    """``hit@1``, ``hit@k`` and ``fact_em`` of each question (first ``k`` picks)."""
+    hit1, hitk, em = [], [], []
+    for e, r in zip(episodes, found):
+        gold, picks = set(e.support), r.picked[:k]
+        hit1.append(float(bool(picks) and picks[0] in gold))
+        hitk.append(float(bool(gold & set(picks))))
+        em.append(fact_metrics(picks, e.support)[0])
+    return {"hit@1": hit1, f"hit@{k}": hitk, "fact_em": em}
+
+
+@dataclass
+class BaselineReport:
+    """Means per method and the trained model's paired differences to each baseline."""
+
+    n: int
+    """Questions compared (those with supporting chunks)."""
+    k: int
+    """Picks per question."""
+    means: dict[str, dict[str, float]]
+    """Method -> metric -> mean."""
+    versus: dict[str, dict[str, PairedDifference]]
+    """Baseline -> metric -> trained minus baseline."""
+    verdict: str
+    """``better`` or ``not better: do not ship this checkpoint``."""
+    reason: str
+    """The verdict in a sentence, with the numbers."""
+    notes: list[str] = field(default_factory=list)
+    """Where the questions come from and what else a reader should know."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form."""
+        return {
+            "n": self.n,
+            "k": self.k,
+            "means": self.means,
+            "versus": {b: {m: d.to_dict() for m, d in ms.items()} for b, ms in self.versus.items()},
+            "verdict": self.verdict,
+            "reason": self.reason,
+            "notes": self.notes,
+        }
+
+    def markdown(self) -> str:
+        """The table and the verdict line, for a terminal or a model card."""
+        metrics = list(next(iter(self.means.values())))
+        lines = [
+            (
+                f"{self.n} held-out questions, {self.k} picks each; difference = trained minus "
+                "the method, paired, with its bootstrap 95% interval."
+            ),
+            "",
+            "| method | " + " | ".join(metrics) + " |",
+            "|---|" + "---:|" * len(metrics),
+        ]
+        for method, row in self.means.items():
+            cells = []
+            for m in metrics:
+                cell = f"{row[m]:.3f}"
+                if method in self.versus:
+                    d = self.versus[method][m]
+                    cell += f" ({d.diff:+.3f} [{d.low:+.3f}, {d.high:+.3f}])"
+                cells.append(cell)
+            lines.append(f"| {method} | " + " | ".join(cells) + " |")
+        lines += ["", f"**Verdict: {self.verdict}.** {self.reason}"]
+        lines += [f"- {note}" for note in self.notes]
+        return "\n".join(lines)
+
+
+def decide(
+    scores: dict[str, dict[str, list[float]]], k: int, notes: Sequence[str] = ()
+) -> BaselineReport:
+    """The report of per-question ``scores`` (method -> metric -> list; :data:`TRAINED` and the
+    baselines), with the verdict of the module docstring."""
+    trained = scores[TRAINED]
+    n = len(next(iter(trained.values())))
+    means = {m: {name: sum(v) / len(v) for name, v in s.items()} for m, s in scores.items()}
+    versus = {
+        b: {name: paired_bootstrap(trained[name], scores[b][name]) for name in trained}
+        for b in scores
+        if b != TRAINED
+    }
+    losses = [
+        f"{name} vs {b} {d.diff:+.3f} [{d.low:+.3f}, {d.high:+.3f}]"
+        for b in MUST_NOT_LOSE_TO
+        if b in versus
+        for name, d in versus[b].items()
+        if d.verdict == "worse"
+    ]
+    wins = [
+        (name, d)
+        for name, d in versus[DENSE].items()
+        if name != "fact_em" and d.verdict == "better"
+    ]
+    if losses:
+        verdict, reason = DO_NOT_SHIP, "It is worse beyond the interval: " + "; ".join(losses) + "."
+    elif not wins:
+        verdict = DO_NOT_SHIP
+        reason = (
+            f"It does not beat dense top-k beyond the interval at hit@1 or hit@{k} on {n} "
+            "held-out questions."
+        )
+    else:
+        verdict = SHIP
+        reason = (
+            "Better than dense top-k by "
+            + ", ".join(f"{d.diff:+.3f} {name} [{d.low:+.3f}, {d.high:+.3f}]" for name, d in wins)
+            + f" on {n} held-out questions, and worse than no baseline."
+        )
+    return BaselineReport(n, k, means, versus, verdict, reason, list(notes))
+
+
+def compare_with_baselines(
+    trained: QRAGModel,
+    base: QRAGModel,
+    episodes: Sequence[Episode],
+    k: int,
+    batch_size: int = 16,
+    notes: Sequence[str] = (),
+) -> BaselineReport:
+    """Run the four retrievers on ``episodes`` (those with supporting chunks) and decide.
+
+    Args:
+        trained: the checkpoint to judge.
+        base: the untrained model of its base encoder (``QRAGModel.from_base``).
+        episodes: held-out questions; episodes without supporting chunks are skipped.
+        k: picks per question.
+        batch_size: episodes retrieved together by the multi-step methods.
+        notes: lines added under the verdict (e.g. which split the questions come from).
+
+    Raises:
+        ValueError: no episode has supporting chunks.
+    """
+    labeled = [e for e in episodes if e.support]
+    if not labeled:
+        raise ValueError("a comparison with the baselines needs episodes with supporting chunks")
+    found = {
+        TRAINED: greedy_retrieve(trained, labeled, k, batch_size),
+        BASE: greedy_retrieve(base, labeled, k, batch_size),
+        DENSE: dense_retrieve(base, labeled, k),
+        BM25: bm25_retrieve(labeled, k),
+    }
+    scores = {m: per_question(labeled, r, k) for m, r in found.items()}
+    return decide(scores, k, notes)
+
+
+def checkpoint_report(
+    checkpoint: str,
+    cfg: Any,
+    episodes: Sequence[Episode],
+    k: int,
+    batch_size: int = 16,
+    device: str = "cpu",
+) -> BaselineReport:
+    """:func:`compare_with_baselines` for a checkpoint folder (its base encoder with the same
+    settings is the untrained model), noting where the questions of the composed ``cfg`` come
+    from (``qrag-eval --compare-baselines``, the end of a training run)."""
+    from qrag_integrations.core.loading import load_model
+
+    model = load_model(checkpoint, device=device).eval()
+    base = QRAGModel.from_base(model.config, device=device).eval()
+    split = cfg.env.get("report_hash_split") or cfg.env.get("eval_hash_split")
+    where = f"{cfg.env.name}, held-out side" + (f" (hash split {split!r})" if split else "")
+    if str(cfg.env.name) == "custom":
+        where += f", lines grouped by {cfg.env.get('group_by', 'line')!r}"
+    return compare_with_baselines(
+        model, base, episodes, k, batch_size, notes=[f"questions: {where}"]
+    )
+
+
+def write_run_report(
+    out_dir: Path,
+    cfg: Any,
+    episodes: Sequence[Episode],
+    k: int,
+    batch_size: int,
+    device: str,
+    chosen_by: str | None = None,
+) -> BaselineReport | None:
+    """The end of a training run (``final_report``): ``out_dir/best`` against the baselines on the
+    held-out ``episodes``, written to ``out_dir/report.md`` / ``report.json`` and as a section of
+    the checkpoint's model card. ``None`` (with a warning) when there is no ``best`` or no
+    episode has supporting chunks."""
+    best = out_dir / BEST_DIR
+    if not (best / CARD_FILE).is_file():
+        logger.warning("no %s checkpoint: no comparison with the baselines", best)
+        return None
+    try:
+        report = checkpoint_report(str(best), cfg, episodes, k, batch_size, device)
+    except ValueError as err:
+        logger.warning("no comparison with the baselines: %s", err)
+        return None
+    if chosen_by:
+        report.notes.append(
+            f"these questions also chose the checkpoint ({chosen_by}), so its numbers lean "
+            "optimistic"
+        )
+    text = report.markdown()
+    write_json_atomic(out_dir / REPORT_JSON, report.to_dict())
+    write_text_atomic(out_dir / REPORT_MD, text + "\n")
+    card = best / CARD_FILE
+    section = "\n## Against the baselines (end of the run)\n\n" + text + "\n"
+    write_text_atomic(card, card.read_text(encoding="utf-8").rstrip("\n") + "\n" + section)
+    logger.info("final report: %s. %s", report.verdict, report.reason)
+    return report
