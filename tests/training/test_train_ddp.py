@@ -97,7 +97,7 @@ def test_pqn_two_ranks_identical_weights_rank0_writes_and_resume_across_world_si
     assert two[0]["trained"] == two[1]["trained"] and two[0]["targets"] == two[1]["targets"]
     # both ranks stepped 4 environments for 2 rollouts of 2 steps per update: global count
     assert two[0]["env_steps"] == two[1]["env_steps"] == 2 * 2 * 8
-    # rank 0 alone wrote: one metrics row per step, one TensorBoard file, nothing else
+    # rank 0 alone wrote: one metrics row per step, one TensorBoard file, the end-of-run report
     assert steps_logged(out) == [0, 1, 2]
     assert len(list((out / "tb").iterdir())) == 1
     assert sorted(p.name for p in out.iterdir()) == [
@@ -106,6 +106,8 @@ def test_pqn_two_ranks_identical_weights_rank0_writes_and_resume_across_world_si
         "best",
         "last",
         "metrics.jsonl",
+        "report.json",
+        "report.md",
         "tb",
     ]
     state = train_state(out)

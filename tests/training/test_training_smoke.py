@@ -211,6 +211,8 @@ def test_sigkill_during_checkpoint_writes_then_resume(tmp_path: Path, tiny_bert_
         "best",
         "last",
         "metrics.jsonl",
+        "report.json",
+        "report.md",
         "tb",
     ]
 

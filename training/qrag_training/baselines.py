@@ -28,6 +28,28 @@ def _chunk_embedder(model: QRAGModel, batch_size: int) -> ChunkEmbedder:
     return lambda texts: model.embed_chunks(texts, batch_size=batch_size)
 
 
+def distinct_text_embedder(
+    model: QRAGModel, batch_size: int = 128, max_texts: int = 200_000
+) -> ChunkEmbedder:
+    """The model's chunk encoder, computing each distinct text once and remembering it: for
+    episodes that share chunks (questions about one article). It forgets everything when it
+    holds more than ``max_texts`` (bounded memory for long haystacks, which share nothing). Make
+    a new one whenever the chunk encoder changes (e.g. per evaluation during training)."""
+    cache: dict[str, torch.Tensor] = {}
+
+    def embed(texts: Sequence[str]) -> torch.Tensor:
+        new = [t for t in dict.fromkeys(texts) if t not in cache]
+        if new and len(cache) + len(new) > max_texts:
+            cache.clear()
+            new = list(dict.fromkeys(texts))
+        if new:
+            with torch.inference_mode():
+                cache.update(zip(new, model.embed_chunks(new, batch_size=batch_size)))
+        return torch.stack([cache[t] for t in texts])
+
+    return embed
+
+
 @torch.inference_mode()
 def greedy_retrieve(
     model: QRAGModel,

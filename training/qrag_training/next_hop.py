@@ -28,6 +28,8 @@ from qrag_integrations.core.model import QRAGModel
 from qrag_integrations.core.positions import layout
 from qrag_training.data.episode import Episode
 from qrag_training.distributed import DistContext
+from qrag_training.frozen_cache import FrozenLayerCache
+from qrag_training.negatives import NegativeSampler
 from qrag_training.optim import (
     OptimConfig,
     load_scheduler_state,
@@ -61,6 +63,16 @@ class NextHopConfig(OptimConfig):
     supervised loss teaches the hops; 0 turns it off (no teacher is built)."""
     distill_temperature: float = 0.05
     """Softmax temperature of the teacher's cosine scores."""
+    frozen_cache_mb: float = 0.0
+    """Keep the output of the chunk encoder's frozen layers per chunk text, up to this many MB
+    (:mod:`qrag_training.frozen_cache`), so a step runs only the trainable layers on chunks seen
+    before; 0 = off. Needs ``model.trainable_layers``."""
+    hard_negatives: int | None = None
+    """Train each question on its supporting chunks, this many other chunks its base encoder
+    ranks highest and ``random_negatives`` more at random (:mod:`qrag_training.negatives`);
+    ``None`` = every chunk of the episode. Needs position mode ``none``."""
+    random_negatives: int = 0
+    """Negatives drawn at random per question besides the hard ones (with ``hard_negatives``)."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -74,6 +86,12 @@ class NextHopConfig(OptimConfig):
             raise ValueError(f"distill_weight must be >= 0, got {self.distill_weight}")
         if self.distill_temperature <= 0:
             raise ValueError(f"distill_temperature must be > 0, got {self.distill_temperature}")
+        if self.frozen_cache_mb < 0:
+            raise ValueError(f"frozen_cache_mb must be >= 0, got {self.frozen_cache_mb}")
+        if self.hard_negatives is not None and self.hard_negatives < 0:
+            raise ValueError(f"hard_negatives must be >= 0 or null, got {self.hard_negatives}")
+        if self.random_negatives < 0:
+            raise ValueError(f"random_negatives must be >= 0, got {self.random_negatives}")
 
 
 @dataclass
@@ -158,6 +176,24 @@ def base_teacher(model: QRAGModel) -> MeanPoolEncoder:
     return teacher.eval()
 
 
+def frozen_chunk_cache(model: QRAGModel, max_mb: float) -> FrozenLayerCache | None:
+    """The chunk encoder's frozen-layer cache of ``max_mb`` MB (``None`` for 0, or when no
+    layer is frozen)."""
+    if max_mb <= 0:
+        return None
+    trainable = model.config.trainable_layers
+    if trainable is None:
+        raise ValueError(
+            "frozen_cache_mb needs model.trainable_layers: only frozen layers are cached"
+        )
+    frozen = len(model.chunk_encoder.layers()) - trainable
+    if frozen < 1:
+        return None
+    return FrozenLayerCache(
+        model.chunk_encoder, frozen, model.tokenize, model.config.max_chunk_tokens, max_mb
+    )
+
+
 class NextHopLearner:
     """Online model, optimiser and schedule of the supervised warm start.
 
@@ -191,6 +227,24 @@ class NextHopLearner:
         """No soft-greedy temperature: kept for the trainer's records."""
         self.teacher = base_teacher(model) if config.distill_weight > 0 else None
         """The frozen base encoder of the distillation term (``None`` when it is off)."""
+        self.chunk_cache = frozen_chunk_cache(model, config.frozen_cache_mb)
+        """Output of the chunk encoder's frozen layers per text (``None``: off)."""
+        self.sampler = self._sampler() if config.hard_negatives is not None else None
+        """Shrinks each step's episodes to sampled negatives (``None``: every chunk)."""
+
+    def _sampler(self) -> NegativeSampler:
+        model, c, cfg = self.model, self.config, self.model.config
+        if cfg.position_mode is not PositionMode.NONE:
+            raise ValueError("hard_negatives needs position_mode none (a sample has no positions)")
+        teacher = self.teacher or base_teacher(model)
+        return NegativeSampler(
+            lambda texts: model.encode_in_length_batches(
+                teacher, texts, cfg.max_chunk_tokens, c.embed_batch_size
+            ),
+            lambda texts: teacher(**model.tokenize(list(texts), cfg.max_state_tokens)),
+            c.hard_negatives or 0,
+            c.random_negatives,
+        )
 
     @property
     def lr(self) -> float:
@@ -201,6 +255,8 @@ class NextHopLearner:
         """One optimiser step on ``questions_per_step`` episodes; returns loss, accuracy, grad norm."""
         c, model = self.config, self.model
         episodes = [next_episode() for _ in range(c.questions_per_step)]
+        if self.sampler is not None:
+            episodes = self.sampler(episodes, self.rng)
         states = hop_states([e.support for e in episodes], c.states_per_question, self.rng)
         if not states:
             raise ValueError("no training episode in this step has supporting chunks")
@@ -208,7 +264,12 @@ class NextHopLearner:
         offsets = np.concatenate([[0], np.cumsum(sizes)])
         total = int(offsets[-1])
         model.train(c.dropout)
-        chunk_emb = model.embed_chunks_grad([t for e in episodes for t in e.chunks])
+        texts_of_step = [t for e in episodes for t in e.chunks]
+        chunk_emb = (
+            self.chunk_cache.embed(texts_of_step)
+            if self.chunk_cache is not None
+            else model.embed_chunks_grad(texts_of_step)
+        )
         texts = [
             model.state_text(
                 episodes[s.episode].question,

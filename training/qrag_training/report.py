@@ -24,7 +24,12 @@ from typing import Any
 from qrag_integrations.core.atomic import write_json_atomic, write_text_atomic
 from qrag_integrations.core.checkpoint import CARD_FILE
 from qrag_integrations.core.model import QRAGModel
-from qrag_training.baselines import bm25_retrieve, dense_retrieve, greedy_retrieve
+from qrag_training.baselines import (
+    bm25_retrieve,
+    dense_retrieve,
+    distinct_text_embedder,
+    greedy_retrieve,
+)
 from qrag_training.data.episode import Episode
 from qrag_training.metrics import Retrieval, fact_metrics
 from qrag_training.paired import PairedDifference, paired_bootstrap
@@ -174,10 +179,12 @@ def compare_with_baselines(
     labeled = [e for e in episodes if e.support]
     if not labeled:
         raise ValueError("a comparison with the baselines needs episodes with supporting chunks")
+    trained_chunks = distinct_text_embedder(trained)
+    base_chunks = distinct_text_embedder(base)  # shared by the base multi-step and dense top-k
     found = {
-        TRAINED: greedy_retrieve(trained, labeled, k, batch_size),
-        BASE: greedy_retrieve(base, labeled, k, batch_size),
-        DENSE: dense_retrieve(base, labeled, k),
+        TRAINED: greedy_retrieve(trained, labeled, k, batch_size, embed=trained_chunks),
+        BASE: greedy_retrieve(base, labeled, k, batch_size, embed=base_chunks),
+        DENSE: dense_retrieve(base, labeled, k, embed=base_chunks),
         BM25: bm25_retrieve(labeled, k),
     }
     scores = {m: per_question(labeled, r, k) for m, r in found.items()}

@@ -33,7 +33,7 @@ from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
 from qrag_integrations.core.atomic import write_text_atomic
-from qrag_training.baselines import greedy_retrieve
+from qrag_training.baselines import distinct_text_embedder, greedy_retrieve
 from qrag_training.distributed import (
     context_from_env,
     init_distributed,
@@ -206,7 +206,7 @@ class Trainer:
             self.eval_episodes,
             steps=self.run.max_steps,
             batch_size=self.run.eval_batch,
-            embed_batch_size=self.agent.config.embed_batch_size,
+            embed=distinct_text_embedder(self.model, self.agent.config.embed_batch_size),
         )
         return summarize(self.eval_episodes, results, self.feedback)
 

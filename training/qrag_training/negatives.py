@@ -1,0 +1,83 @@
+"""Sampled negatives for the next-hop loss: a question's supporting chunks, the other chunks its
+base encoder ranks highest (hard negatives) and a few drawn at random, instead of every chunk of
+a long document at every step.
+
+The base encoder's chunk and question embeddings never change, so they are computed once per
+text and kept (``D`` floats per text). Sampling keeps the chunks' document order; it needs
+position mode ``none`` (a sampled subset has no positions of its own).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import torch
+
+from qrag_training.data.episode import Episode
+
+#: Texts -> ``(len(texts), D)`` L2-normalised base-encoder embeddings.
+Embed = Callable[[Sequence[str]], torch.Tensor]
+
+
+class NegativeSampler:
+    """Shrinks episodes to their supporting chunks plus ``hard`` + ``random`` negatives."""
+
+    def __init__(
+        self, embed_chunks: Embed, embed_questions: Embed, hard: int, random: int = 0
+    ) -> None:
+        """Args:
+        embed_chunks: the base encoder's chunk embeddings (normalised).
+        embed_questions: the base encoder's question embeddings (normalised).
+        hard: negatives kept by the base encoder's cosine ranking, highest first.
+        random: negatives drawn uniformly from the rest.
+        """
+        if hard < 0 or random < 0 or hard + random < 1:
+            raise ValueError(
+                f"hard and random negatives must be >= 0, one of them > 0: {hard}, {random}"
+            )
+        self.embed_chunks, self.embed_questions = embed_chunks, embed_questions
+        self.hard, self.random = hard, random
+        self._chunks: dict[str, torch.Tensor] = {}
+        self._questions: dict[str, torch.Tensor] = {}
+
+    def __call__(self, episodes: Sequence[Episode], rng: np.random.Generator) -> list[Episode]:
+        """The episodes with only the kept chunks (those with few enough chunks unchanged)."""
+        keep = self.hard + self.random
+        long = [e for e in episodes if len(e.chunks) - len(set(e.support)) > keep]
+        self._embed(self._chunks, self.embed_chunks, [c for e in long for c in e.chunks])
+        self._embed(self._questions, self.embed_questions, [e.question for e in long])
+        shrink = {id(e) for e in long}
+        return [self._sample(e, rng) if id(e) in shrink else e for e in episodes]
+
+    def _sample(self, episode: Episode, rng: np.random.Generator) -> Episode:
+        gold = set(episode.support)
+        others = [i for i in range(len(episode.chunks)) if i not in gold]
+        question = self._questions[episode.question]
+        scores = torch.stack([self._chunks[episode.chunks[i]] for i in others]) @ question
+        ranked = [others[int(j)] for j in torch.argsort(scores, descending=True)]
+        kept = set(ranked[: self.hard])
+        rest = ranked[self.hard :]
+        if self.random and rest:
+            kept |= {
+                rest[int(j)]
+                for j in rng.choice(len(rest), min(self.random, len(rest)), replace=False)
+            }
+        rows = sorted(gold | kept)
+        new = {old: i for i, old in enumerate(rows)}
+        return Episode(
+            id=episode.id,
+            question=episode.question,
+            chunks=[episode.chunks[i] for i in rows],
+            support=[new[i] for i in episode.support],
+            answer=episode.answer,
+            titles=None if episode.titles is None else [episode.titles[i] for i in rows],
+            meta=episode.meta,
+        )
+
+    @staticmethod
+    def _embed(cache: dict[str, torch.Tensor], embed: Embed, texts: list[str]) -> None:
+        new = [t for t in dict.fromkeys(texts) if t not in cache]
+        if new:
+            with torch.no_grad():
+                cache.update(zip(new, embed(new).float().cpu()))
