@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from qrag_integrations.core.chunks import Chunk, MetadataFilter, Snapshot
+from qrag_integrations.core.config import PositionMode
 from qrag_integrations.core.errors import QRAGError
 from qrag_integrations.core.index import ChunkIndex
 from qrag_integrations.core.model import QRAGModel
@@ -252,8 +253,12 @@ class MultiStepSearcher:
                 best = [
                     self._best_faiss(snap, states[i], picked[b], n) for i, b in enumerate(active)
                 ]
-            elif step == 1 and shared:
-                best = self._best_shared_layout(candidates[0].emb, states, candidates[0].n)
+            elif shared and (step == 1 or self.model.config.position_mode is PositionMode.NONE):
+                # one layout for every question (no picks yet, or picks move no position): one
+                # scan of the index serves the whole batch
+                best = self._best_shared_layout(
+                    candidates[0].emb, states, candidates[0].n, [picked[b] for b in active]
+                )
             else:
                 best = [
                     candidates[b].best(self, states[i], picked[b]) for i, b in enumerate(active)
@@ -292,12 +297,13 @@ class MultiStepSearcher:
         )
 
     def _best_shared_layout(
-        self, emb: torch.Tensor, states: torch.Tensor, n: int
+        self, emb: torch.Tensor, states: torch.Tensor, n: int, picked: list[list[int]]
     ) -> list[tuple[int, float, int]]:
-        """First step: no picks, so every question shares one layout; one pass serves the batch."""
+        """Every question shares one layout (the first step, or no positions): one pass over the
+        index serves the batch, each question's own picks masked out."""
         runs = self._runs(n, [])
         if runs is None or (states.shape[0] == 1 and cpu_fp32(emb)):
-            return [self._best_one(emb, states[i], [], n) for i in range(states.shape[0])]
+            return [self._best_one(emb, states[i], picked[i], n) for i in range(states.shape[0])]
         rotated = self._rotated_states(states, [p for _, _, p in runs])
         dtype = score_dtype(emb)
         best_q = torch.full((states.shape[0],), -torch.inf, device=states.device)
@@ -308,6 +314,10 @@ class MultiStepSearcher:
             for lo in range(a, b, self.settings.block_size):
                 hi = min(b, lo + self.settings.block_size)
                 scores = (emb[lo:hi].to(dtype) @ rot.T).float()  # (rows, B)
+                for col, ranks in enumerate(picked):
+                    local = [r - lo for r in ranks if lo <= r < hi]
+                    if local:
+                        scores[local, col] = -torch.inf
                 q, r = scores.max(0)
                 better = q > best_q
                 best_q = torch.where(better, q, best_q)
