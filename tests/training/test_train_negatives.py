@@ -89,3 +89,11 @@ def test_sampled_negatives_shrink_the_step(tiny_bert_dir: Path) -> None:
     assert seen == [4 * 3] and np.isfinite(out["loss"])  # 1 support + 1 hard + 1 random each
     with pytest.raises(ValueError, match="needs model.trainable_layers"):
         learner(QRAGModel.from_base(QRAGConfig(base_model=str(tiny_bert_dir))), frozen_cache_mb=8)
+
+
+def test_a_shared_chunk_of_another_question_is_no_negative() -> None:
+    from qrag_training.next_hop import in_batch_candidates
+
+    step = ["a", "b", "c", "x", "b", "a", "y"]  # question 0: a b c; question 1: x b a y
+    assert in_batch_candidates(step, 0, 3).tolist() == [1, 1, 1, 1, 0, 0, 1]
+    assert in_batch_candidates(step, 3, 7).tolist() == [0, 0, 1, 1, 1, 1, 1]

@@ -141,6 +141,17 @@ def next_hop_loss(
     return (all_ - pos).mean()
 
 
+def in_batch_candidates(texts: Sequence[str], lo: int, hi: int) -> torch.Tensor:
+    """``(len(texts),)`` bool: the candidates of a question whose own chunks are ``texts[lo:hi]``
+    among all chunks of the step: its own, and every other question's chunk that is not a copy
+    of one of its own (questions about one document share chunks; such a copy may be this
+    question's answer, so it is no negative)."""
+    own = set(texts[lo:hi])
+    out = torch.tensor([t not in own for t in texts], dtype=torch.bool)
+    out[lo:hi] = True
+    return out
+
+
 def distill_loss(
     q: torch.Tensor,
     teacher: torch.Tensor,
@@ -286,7 +297,7 @@ class NextHopLearner:
         for row, s in enumerate(states):
             lo, hi = int(offsets[s.episode]), int(offsets[s.episode + 1])
             if c.in_batch_negatives:
-                available[row] = True
+                available[row] = in_batch_candidates(texts_of_step, lo, hi).to(model.device)
             else:
                 available[row, lo:hi] = True
             available[row, [lo + j for j in s.picked]] = False

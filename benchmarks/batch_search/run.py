@@ -1,0 +1,125 @@
+"""Questions per second of a batched 3-step search against one call per question, side by side.
+
+The retriever's ``batch`` runs one search for all its questions: every step encodes the batch's
+states together and, when positions do not depend on the picks (the default's position mode
+``none``), scores the whole batch in one pass over the index. Index: ``--size`` chunks of real
+texts with random embeddings scaled to real norms (``benchmarks/search/corpus.py``; scan costs do
+not depend on the values), the default model (untrained MiniLM, question anchoring). For each
+batch size: the time of one ``search(batch, k)`` call, and of the same questions one call each,
+and the share of questions whose picks are the same both ways (states encoded in one batch differ
+from single encodes by float rounding).
+
+    python -m benchmarks.batch_search.run --size 400000 --threads 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+
+import qrag_integrations
+from benchmarks.harness import results as harness
+from benchmarks.harness.texts import shakespeare_lines
+from benchmarks.search.corpus import make_embeddings, make_texts, measure_real_norms
+from qrag_integrations.core.index import ChunkIndex
+from qrag_integrations.core.search import MultiStepSearcher
+
+RESULTS = Path(__file__).resolve().parent / "results"
+TOPICS = ["king", "daughter", "ghost", "storm", "letter", "crown", "forest", "ring"]
+
+
+def questions(n: int) -> list[str]:
+    """``n`` distinct questions."""
+    return [
+        f"who speaks of the {TOPICS[i % len(TOPICS)]} in act {i // len(TOPICS) + 1}?"
+        for i in range(n)
+    ]
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--size", type=int, default=400_000, help="chunks in the index")
+    p.add_argument("--batches", default="1,16,64", help="comma-separated batch sizes")
+    p.add_argument("--k", type=int, default=3, help="search steps")
+    p.add_argument("--reps", type=int, default=3, help="repetitions per measurement (median)")
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", type=Path, default=RESULTS / "batch_search.json")
+    return p.parse_args(argv)
+
+
+def timed(fn) -> float:
+    started = time.perf_counter()
+    fn()
+    return time.perf_counter() - started
+
+
+def main(argv: Sequence[str] | None = None) -> dict:
+    args = parse_args(argv)
+    harness.set_threads(args.threads)
+    model = qrag_integrations.load_model().eval()
+    lines = shakespeare_lines()
+    with torch.inference_mode():
+        norms = measure_real_norms(model, lines)
+    index = ChunkIndex(model.embedding_dim)
+    index.add(
+        make_texts(args.size, lines),
+        make_embeddings(args.size, model.embedding_dim, norms, args.seed),
+    )
+    searcher = MultiStepSearcher(model, index)
+    sizes = [int(b) for b in args.batches.split(",") if b]
+    qs = questions(max(sizes))
+    searcher.search(qs[:2], args.k)  # warm-up
+    rows = []
+    for b in sizes:
+        batch = qs[:b]
+        together = statistics.median(
+            timed(lambda batch=batch: searcher.search(batch, args.k)) for _ in range(args.reps)
+        )
+        one_by_one = statistics.median(
+            timed(lambda batch=batch: [searcher.search([q], args.k) for q in batch])
+            for _ in range(args.reps)
+        )
+        batched = searcher.search(batch, args.k)
+        single = [searcher.search([q], args.k)[0] for q in batch]
+        same = statistics.mean(
+            [h.chunk.id for h in a] == [h.chunk.id for h in c] for a, c in zip(batched, single)
+        )
+        row = {
+            "batch": b,
+            "seconds_batched": together,
+            "seconds_one_call_each": one_by_one,
+            "questions_per_second_batched": b / together,
+            "questions_per_second_one_call_each": b / one_by_one,
+            "speedup": one_by_one / together,
+            "same_picks": same,
+        }
+        rows.append(row)
+        print(
+            f"batch {b}: {row['questions_per_second_batched']:.1f} q/s batched, "
+            f"{row['questions_per_second_one_call_each']:.1f} q/s one call each "
+            f"({row['speedup']:.2f}x), same picks: {same:.2f}",
+            flush=True,
+        )
+    result = {
+        "command": harness.command_line(list(argv) if argv is not None else None),
+        "code": harness.code_version(),
+        "machine": harness.machine_info(args.threads, "cpu"),
+        "model": model.config.base_model,
+        "position_mode": model.config.position_mode.value,
+        "size": args.size,
+        "k": args.k,
+        "reps": args.reps,
+        "rows": rows,
+    }
+    harness.write_json(args.out, result)
+    return result
+
+
+if __name__ == "__main__":
+    main()
