@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import os
 from collections.abc import Iterator, Sequence
 
 import torch
@@ -18,6 +19,8 @@ from transformers import PreTrainedTokenizerBase
 from qrag_integrations.core.checkpoint import save_pretrained
 from qrag_integrations.core.config import PositionMode, QRAGConfig, StateOrder
 from qrag_integrations.core.encoder import MeanPoolEncoder, load_base
+from qrag_integrations.core.errors import QRAGError
+from qrag_integrations.core.onnx_backend import BACKENDS, OnnxEncoder, onnx_encoder
 from qrag_integrations.core.positions import rotate
 
 
@@ -59,6 +62,7 @@ class QRAGModel(nn.Module):
         self.chunk_encoder = chunk_encoder
         self.tokenizer = tokenizer
         self.apply_trainable_layers()
+        self._inference: dict[str, OnnxEncoder] | None = None
 
     @classmethod
     def from_base(
@@ -158,9 +162,41 @@ class QRAGModel(nn.Module):
         }
 
     # -- embeddings ---------------------------------------------------------------------------
+    def set_backend(
+        self,
+        backend: str = "torch",
+        quantize: str | None = None,
+        cache_dir: str | os.PathLike[str] | bool | None = None,
+    ) -> None:
+        """Encode for inference with ``backend``: ``"torch"`` (default) or ``"onnx"`` (ONNX
+        Runtime on the CPU, optionally ``quantize="int8"``; exported once and cached:
+        :mod:`qrag_integrations.core.onnx_backend`) in :meth:`embed_chunks` and, when gradients
+        are off, :meth:`embed_states`; training never sets it.
+
+        Raises:
+            QRAGError: an unknown backend or quantization, ``onnx`` off the CPU, or onnxruntime
+                missing.
+        """
+        if backend not in BACKENDS:
+            raise QRAGError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+        if backend == "torch":
+            if quantize is not None:
+                raise QRAGError("quantize applies to backend='onnx'")
+            self._inference = None
+            return
+        if self.device.type != "cpu":
+            raise QRAGError(f"backend='onnx' runs on the CPU; this model is on {self.device}")
+        self._inference = {
+            "state": onnx_encoder(self.state_encoder, quantize, cache_dir),
+            "chunk": onnx_encoder(self.chunk_encoder, quantize, cache_dir),
+        }
+
     def embed_states(self, texts: Sequence[str]) -> torch.Tensor:
         """State embeddings ``(B, D)``; differentiable (wrap in ``torch.inference_mode`` to act)."""
-        return self.state_encoder(**self.tokenize(texts, self.config.max_state_tokens))
+        tokens = self.tokenize(texts, self.config.max_state_tokens)
+        if self._inference is not None and not torch.is_grad_enabled():
+            return self._inference["state"](**tokens)
+        return self.state_encoder(**tokens)
 
     def embed_chunks_grad(self, texts: Sequence[str], batch_size: int = 64) -> torch.Tensor:
         """Unrotated chunk embeddings ``(B, D)``, differentiable (training).
@@ -212,9 +248,8 @@ class QRAGModel(nn.Module):
         bar = tqdm(total=n, desc="embedding chunks", unit="chunk", disable=not show_progress)
         for start in range(0, n, batch_size):
             ids = order[start : start + batch_size]
-            emb = self.chunk_encoder(
-                **self.tokenize([texts[i] for i in ids], self.config.max_chunk_tokens)
-            )
+            encoder = self.chunk_encoder if self._inference is None else self._inference["chunk"]
+            emb = encoder(**self.tokenize([texts[i] for i in ids], self.config.max_chunk_tokens))
             out[torch.tensor(ids, device=self.device)] = emb.to(out_dtype)
             bar.update(len(ids))
         bar.close()

@@ -103,6 +103,10 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
     candidates_per_step: int = Field(default=64, ge=1)
     """Store-backed only (:meth:`from_store`): chunks asked from the store per step and re-scored
     exactly (the search is exact whenever they hold the exact arg-max)."""
+    backend: str = "torch"
+    """Encoder runtime for search and indexing: ``"torch"`` or ``"onnx"`` (CPU; ``onnx`` extra)."""
+    quantize: str | None = None
+    """With ``backend="onnx"``: ``"int8"`` (dynamic int8 weights) or ``None`` (fp32)."""
     check_exact: bool = False
     """Store-backed only: also score every matching chunk each step to count in :attr:`stats` how
     often the exact arg-max was among the candidates (costly: for evaluation)."""
@@ -180,6 +184,8 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
                 self.checkpoint = default_checkpoint()
             model = load_model(self.checkpoint, device=self.device)
         self._model = model.eval()
+        if self.backend != "torch" or self.quantize is not None:
+            model.set_backend(self.backend, self.quantize)
         if store is not None:
             source = open_store(store, model, collection_name, rank_by)
             self._corpus = StoreCorpus(model, source, self.candidates_per_step, self.check_exact)

@@ -22,7 +22,6 @@ is ever deleted but an earlier entry of our own.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.metadata
 import json
 import logging
@@ -34,17 +33,11 @@ from pathlib import Path
 from typing import Any
 
 from qrag_integrations.core.atomic import SaveKind, atomic_dir, write_json_atomic
+from qrag_integrations.core.cache_dirs import CACHE_ENV, CACHE_OFF, cache_folder, file_sha256
 from qrag_integrations.core.errors import QRAGError
 from qrag_integrations.llm.base import ReaderError
 
 logger = logging.getLogger(__name__)
-
-CACHE_ENV = "QRAG_CACHE_DIR"
-"""Environment variable: the root of qrag-integrations' caches (readers use its ``readers/``
-folder), or ``off`` to disable the reader cache."""
-
-CACHE_OFF = "off"
-"""The value of :data:`CACHE_ENV` that disables the reader cache."""
 
 MANIFEST_FILE = "qrag-reader-cache.json"
 """The manifest of an entry, written last; an entry without it is not trusted."""
@@ -67,25 +60,9 @@ def reader_cache_dir(cache_dir: str | os.PathLike[str] | bool | None = None) -> 
             the cache), else ``$XDG_CACHE_HOME/qrag-integrations/readers``, else
             ``~/.cache/qrag-integrations/readers``.
     """
-    if cache_dir is False:
-        return None
-    if cache_dir is None or cache_dir is True:
-        env = os.environ.get(CACHE_ENV, "").strip()
-        if env.lower() == CACHE_OFF:
-            return None
-        if env:
-            return Path(env).expanduser() / "readers"
-        xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
-        return (Path(xdg) if xdg else Path.home() / ".cache") / "qrag-integrations" / "readers"
-    if not str(cache_dir).strip():
+    if cache_dir is not None and not isinstance(cache_dir, bool) and not str(cache_dir).strip():
         raise ReaderError("cache_dir must be a folder, False (no cache) or None (the default)")
-    return Path(cache_dir).expanduser()
-
-
-def file_sha256(path: str | os.PathLike[str]) -> str:
-    """SHA-256 of a file's bytes, read in chunks."""
-    with open(path, "rb") as fh:
-        return hashlib.file_digest(fh, "sha256").hexdigest()
+    return cache_folder("readers", cache_dir)
 
 
 def _version(package: str) -> str:
