@@ -24,21 +24,12 @@ import torch
 
 import qrag_integrations
 from benchmarks.harness import results as harness
-from benchmarks.harness.texts import shakespeare_lines
+from benchmarks.harness.texts import numbered_questions, shakespeare_lines
 from benchmarks.search.corpus import make_embeddings, make_texts, measure_real_norms
 from qrag_integrations.core.index import ChunkIndex
 from qrag_integrations.core.search import MultiStepSearcher
 
 RESULTS = Path(__file__).resolve().parent / "results"
-TOPICS = ["king", "daughter", "ghost", "storm", "letter", "crown", "forest", "ring"]
-
-
-def questions(n: int) -> list[str]:
-    """``n`` distinct questions."""
-    return [
-        f"who speaks of the {TOPICS[i % len(TOPICS)]} in act {i // len(TOPICS) + 1}?"
-        for i in range(n)
-    ]
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -73,7 +64,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     )
     searcher = MultiStepSearcher(model, index)
     sizes = [int(b) for b in args.batches.split(",") if b]
-    qs = questions(max(sizes))
+    qs = numbered_questions(max(sizes))
     searcher.search(qs[:2], args.k)  # warm-up
     rows = []
     for b in sizes:

@@ -49,3 +49,14 @@ def shakespeare_lines() -> list[str]:
                 if len(line) >= 25 and any(c.islower() for c in line):
                     lines.append(line)
     return lines
+
+
+TOPICS = ["king", "daughter", "ghost", "storm", "letter", "crown", "forest", "ring"]
+
+
+def numbered_questions(n: int) -> list[str]:
+    """``n`` distinct questions."""
+    return [
+        f"who speaks of the {TOPICS[i % len(TOPICS)]} in act {i // len(TOPICS) + 1}?"
+        for i in range(n)
+    ]

