@@ -20,6 +20,7 @@ import importlib.metadata
 import json
 import logging
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -105,32 +106,41 @@ def _export(encoder: MeanPoolEncoder, folder: Path, quantize: str | None) -> Non
     encoder.eval()
     target = folder / (ONNX_FILE if quantize is None else "fp32.onnx")
     try:
-        torch.onnx.export(
-            encoder,
-            (ids, mask),
-            str(target),
-            input_names=["input_ids", "attention_mask"],
-            output_names=["embeddings"],
-            dynamic_axes={
-                "input_ids": {0: "batch", 1: "tokens"},
-                "attention_mask": {0: "batch", 1: "tokens"},
-                "embeddings": {0: "batch"},
-            },
-            opset_version=OPSET,
-            dynamo=False,  # the TorchScript exporter: no onnxscript needed, dynamic axes as named
-        )
+        with warnings.catch_warnings():
+            # the tracer's notes on Python-level shape arithmetic: the axes are declared dynamic
+            warnings.simplefilter("ignore", torch.jit.TracerWarning)
+            torch.onnx.export(
+                encoder,
+                (ids, mask),
+                str(target),
+                input_names=["input_ids", "attention_mask"],
+                output_names=["embeddings"],
+                dynamic_axes={
+                    "input_ids": {0: "batch", 1: "tokens"},
+                    "attention_mask": {0: "batch", 1: "tokens"},
+                    "embeddings": {0: "batch"},
+                },
+                opset_version=OPSET,
+                dynamo=False,  # the TorchScript exporter: no onnxscript, dynamic axes as named
+            )
     finally:
         encoder.train(was_training)
     if quantize == "int8":
         from onnxruntime.quantization import QuantType, quantize_dynamic
 
-        quantize_dynamic(
-            str(target),
-            str(folder / ONNX_FILE),
-            weight_type=QuantType.QInt8,
-            per_channel=True,
-            op_types_to_quantize=["MatMul"],
-        )
+        root = logging.getLogger()
+        level = root.level
+        root.setLevel(logging.ERROR)  # its advice to pre-process models for static quantization
+        try:
+            quantize_dynamic(
+                str(target),
+                str(folder / ONNX_FILE),
+                weight_type=QuantType.QInt8,
+                per_channel=True,
+                op_types_to_quantize=["MatMul"],
+            )
+        finally:
+            root.setLevel(level)
         target.unlink()
 
 
