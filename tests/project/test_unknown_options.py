@@ -55,7 +55,7 @@ def entry_points(
         "from_texts": (
             lambda **kw: QRAGRetriever.from_texts(["a"], checkpoint=ckpt, **kw),
             "bakend",
-            None,
+            "backend",
         ),
         "from_documents": (
             lambda **kw: QRAGRetriever.from_documents(
@@ -323,3 +323,10 @@ def test_qrag_eval_refuses_an_unknown_reader_option(tmp_path, capsys):
         )
     assert info.value.code == 2
     assert "`max_new_token` (did you mean `max_new_tokens`?)" in capsys.readouterr().err
+
+
+def test_no_suggestion_when_nothing_is_close(tiny_bert_dir):
+    with pytest.raises(UnknownOptionError) as caught:
+        QRAGRetriever.from_texts(["a"], checkpoint=str(tiny_bert_dir), zzz_unrelated=1)
+    message = str(caught.value)
+    assert "unknown option `zzz_unrelated`" in message and "did you mean" not in message
