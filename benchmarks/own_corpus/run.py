@@ -127,9 +127,11 @@ def main(argv: Sequence[str] | None = None) -> dict:
         "updates": int(last["step"]),
         "train_loop_seconds": last.get("seconds"),
         "updates_per_second": int(last["step"]) / wall,
-        "best_validation": max(
-            (r["eval/fact_em"] for r in records if "eval/fact_em" in r), default=None
-        ),
+        "validation": [  # what chose best/: the preset's checkpoint_metric, per evaluation
+            {k: r[k] for k in ("step", "eval/fact_em", "eval/fact_em_at_facts") if k in r}
+            for r in records
+            if "eval/fact_em" in r
+        ],
         "report": report.to_dict(),
     }
     harness.write_json(args.out, result)
