@@ -24,12 +24,17 @@ no earlier run has used.
 from __future__ import annotations
 
 import argparse
-import functools
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from qrag_training.baselines import bm25_retrieve, dense_retrieve, greedy_retrieve
+from qrag_training.baselines import (
+    ChunkEmbedder,
+    bm25_retrieve,
+    dense_retrieve,
+    distinct_text_embedder,
+    greedy_retrieve,
+)
 from qrag_training.data.babilong import babilong_dataset
 from qrag_training.data.episode import Episode
 from qrag_training.data.hotpotqa import load_hotpotqa
@@ -40,7 +45,6 @@ from qrag_training.metrics import Retrieval
 from qrag_training.paired import paired_bootstrap
 
 from benchmarks.harness import results as harness
-from benchmarks.harness.embedding_cache import embed_once
 from qrag_integrations import load_model
 from qrag_integrations.core.config import PACKAGED_MINILM, PositionMode
 from qrag_integrations.core.model import QRAGModel
@@ -258,14 +262,11 @@ def main(argv: Sequence[str] | None = None) -> dict:
     harness.set_threads(args.threads)
     specs = {"untrained": args.base, **dict(m.split("=", 1) for m in args.model)}
     models = {name: load_with_settings(spec) for name, spec in specs.items()}
-    caches: dict[tuple[str, int], dict] = {}  # one cache per checkpoint and chunk budget
+    by_encoder: dict[tuple[str, int], ChunkEmbedder] = {}  # one per checkpoint and chunk budget
     embedders = {
-        name: functools.partial(
-            embed_once,
-            model,
-            cache=caches.setdefault(
-                (_split_settings(specs[name])[0], model.config.max_chunk_tokens), {}
-            ),
+        name: by_encoder.setdefault(
+            (_split_settings(specs[name])[0], model.config.max_chunk_tokens),
+            distinct_text_embedder(model, batch_size=64),
         )
         for name, model in models.items()
     }

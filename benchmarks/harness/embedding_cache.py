@@ -189,14 +189,3 @@ def pool_embedder(
         "seconds": round(time.perf_counter() - started, 1),
     }
     return PoolEmbedder(model, pool, emb, batch_size), info
-
-
-def embed_once(model: QRAGModel, texts: list[str], cache: dict[str, torch.Tensor]) -> torch.Tensor:
-    """Chunk embeddings of ``texts`` with ``model``, computing only those not in ``cache``
-    (text -> row): pooled benchmarks repeat the same chunks across questions."""
-    import torch
-
-    new = [t for t in dict.fromkeys(texts) if t not in cache]
-    if new:
-        cache.update(zip(new, model.embed_chunks(new, batch_size=64)))
-    return torch.stack([cache[t] for t in texts])

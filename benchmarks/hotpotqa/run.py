@@ -50,6 +50,7 @@ from qrag_training.baselines import (
     bm25_retrieve_pooled,
     dense_retrieve,
     dense_retrieve_pooled,
+    distinct_text_embedder,
     greedy_retrieve,
     greedy_retrieve_pooled,
 )
@@ -58,7 +59,6 @@ from qrag_training.data.hotpotqa import load_hotpotqa
 from qrag_training.metrics import Retrieval, em_recall, fact_metrics, stop_metrics
 
 from benchmarks.harness import results as harness
-from benchmarks.harness.embedding_cache import embed_once
 from benchmarks.hotpotqa.problem import Problem, build_problem
 from benchmarks.hotpotqa.report import methods_table
 from qrag_integrations.core.defaults import default_checkpoint
@@ -216,7 +216,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         "settings": {},
     }
     thresholds = [float(x) for x in args.stop_thresholds.split(",") if x.strip()]
-    embedded: dict[int, dict[str, torch.Tensor]] = {}  # per chunk encoder: text -> embedding
+    embedders: dict[int, ChunkEmbedder] = {}  # per chunk encoder: each distinct text embedded once
     for setting in args.settings.split(","):
         n = MODES[args.mode][setting]
         n = args.limit if n is None else min(n, args.limit or n)
@@ -233,11 +233,10 @@ def main(argv: Sequence[str] | None = None) -> dict:
         }
         for name, model in models.items():
             t0 = time.perf_counter()
-            cache = embedded.setdefault(id(model.chunk_encoder), {})
-            embed_once(model, problem.texts, cache)
-
-            def embed(texts, model=model, cache=cache):
-                return embed_once(model, list(texts), cache)
+            embed = embedders.setdefault(
+                id(model.chunk_encoder), distinct_text_embedder(model, batch_size=64)
+            )
+            embed(problem.texts)
 
             print(
                 f"  embeddings of {len(problem.texts)} paragraphs for {name}: {time.perf_counter() - t0:.0f} s",

@@ -269,8 +269,8 @@ def load_episodes(
     kwargs = to_container(cfg.env[which])
     if which == "train" and run.refresh_pool and "seed" in kwargs:
         kwargs["seed"] = int(kwargs["seed"]) * 1000 + pool_pass
-    episodes = load_dataset(str(cfg.env.name), **kwargs)
-    episodes = _hash_split(episodes, hash_split or cfg.env.get(f"{which}_hash_split"))
+    split = hash_split or cfg.env.get(f"{which}_hash_split")
+    episodes = _hash_split(load_dataset(str(cfg.env.name), **kwargs), split)
     if needs_support:
         episodes = _keep(
             episodes,
@@ -291,7 +291,6 @@ def load_episodes(
     if which == "eval":
         episodes = episodes[: run.eval_episodes]
     if not episodes:
-        split = hash_split or cfg.env.get(f"{which}_hash_split")
         hint = (
             "; a small corpus may leave the validation slice empty: choose on "
             "env.eval_hash_split=eval, or give env.eval.path"
