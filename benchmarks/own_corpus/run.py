@@ -19,10 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
-import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -32,6 +28,7 @@ from qrag_training.report import checkpoint_report
 from qrag_training.settings import load_episodes, run_config_from
 
 from benchmarks.harness import results as harness
+from benchmarks.own_corpus.training import run_training
 from qrag_integrations.core.atomic import write_text_atomic
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -95,15 +92,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         *([f"time_budget_minutes={args.minutes}"] if args.minutes else []),
         *args.overrides,
     ]
-    started = time.perf_counter()
-    subprocess.run(
-        [sys.executable, "-m", "qrag_training.train", *train],
-        check=True,
-        env={**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"},
-    )
-    wall = time.perf_counter() - started
-    records = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines() if x]
-    last = records[-1]
+    training = run_training(train, run_dir)
     cfg = compose_config(
         "custom",
         [f"env.path={files['heldout']}", "env.eval_hash_split=null", "eval_episodes=100000"],
@@ -122,16 +111,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         "code": harness.code_version(),
         "machine": harness.machine_info(args.threads, "cpu"),
         "questions": counts,
-        "train_overrides": train,
-        "wall_seconds": round(wall, 1),
-        "updates": int(last["step"]),
-        "train_loop_seconds": last.get("seconds"),
-        "updates_per_second": int(last["step"]) / wall,
-        "validation": [  # what chose best/: the preset's checkpoint_metric, per evaluation
-            {k: r[k] for k in ("step", "eval/fact_em", "eval/fact_em_at_facts") if k in r}
-            for r in records
-            if "eval/fact_em" in r
-        ],
+        **training,
         "report": report.to_dict(),
     }
     harness.write_json(args.out, result)

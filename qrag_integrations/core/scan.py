@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -119,3 +119,24 @@ class FaissPreselector:
             index.add(vectors)
             self._built = (weakref.ref(snap.embeddings), index)
             return index
+
+
+def update_best(
+    best: tuple[int, float, int],
+    scores: torch.Tensor,
+    lo: int,
+    taken: torch.Tensor,
+    pos_of: Callable[[int], int],
+) -> tuple[int, float, int]:
+    """``best`` or the best untaken row of ``scores`` (rows ``lo...`` of a block), whichever has
+    the larger Q; ``pos_of`` gives a row's position."""
+    if taken.numel():
+        local = taken[(taken >= lo) & (taken < lo + scores.shape[0])] - lo
+        if local.numel():
+            scores = scores.index_fill(0, local, -torch.inf)
+    q, r = scores.max(0)
+    q_f = float(q)
+    if q_f > best[1]:
+        rank = int(r) + lo
+        return rank, q_f, int(pos_of(rank))
+    return best

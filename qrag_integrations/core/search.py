@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from qrag_integrations.core.chunks import Chunk, MetadataFilter, Snapshot
+from qrag_integrations.core.compact_scan import EXACT, best_compact, check_scan, compact_scanner
 from qrag_integrations.core.config import PositionMode
 from qrag_integrations.core.errors import QRAGError
 from qrag_integrations.core.index import ChunkIndex
@@ -29,6 +30,7 @@ from qrag_integrations.core.scan import (
     scan_run_cpu,
     score_at_positions,
     score_dtype,
+    update_best,
 )
 
 
@@ -59,6 +61,16 @@ class SearchSettings:
     """FAISS pre-selection is used only for indexes at least this big."""
     faiss_factory: str = "Flat"
     """``faiss.index_factory`` string of the candidate index (``"Flat"``, ``"HNSW32"``, ...)."""
+    scan: str = EXACT
+    """How a step scans the index: ``"exact"`` (float32), or a compact copy that picks
+    candidates for exact re-scoring: ``"int8"`` / ``"binary"``
+    (:mod:`~qrag_integrations.core.compact_scan`; CPU, positions ``none`` or ``relative``;
+    filtered searches scan exactly)."""
+    rescore: int = 100
+    """Compact scans: candidates per run of equal positions re-scored exactly each step."""
+
+    def __post_init__(self) -> None:
+        check_scan(self.scan, self.rescore)
 
 
 class CandidateSet(Protocol):
@@ -127,6 +139,9 @@ class MultiStepSearcher:
         self.index = index
         self.settings = settings or SearchSettings()
         self._faiss = FaissPreselector()
+        self._compact = compact_scanner(
+            self.settings.scan, index.device, model.config.position_mode is PositionMode.ABSOLUTE
+        )
 
     # -- public -------------------------------------------------------------------------------
     def search(
@@ -253,6 +268,16 @@ class MultiStepSearcher:
                 best = [
                     self._best_faiss(snap, states[i], picked[b], n) for i, b in enumerate(active)
                 ]
+            elif self._compact is not None and shared and candidates[0].rows is None:
+                best = best_compact(
+                    self._compact,
+                    candidates[0].emb,
+                    states,
+                    [picked[b] for b in active],
+                    lambda taken, n=candidates[0].n: self._runs(n, taken),  # type: ignore[misc]
+                    self._rotated_states,
+                    self.settings.rescore,
+                )
             elif shared and (step == 1 or self.model.config.position_mode is PositionMode.NONE):
                 # one layout for every question (no picks yet, or picks move no position): one
                 # scan of the index serves the whole batch
@@ -338,7 +363,7 @@ class MultiStepSearcher:
                 hi = min(n, lo + self.settings.block_size)
                 pos = torch.arange(lo, hi, device=emb.device)
                 scores = rotate(emb[lo:hi].float(), pos, self.model.config.rope_theta) @ state
-                best = self._update_best(best, scores, lo, taken, lambda r: r)
+                best = update_best(best, scores, lo, taken, lambda r: r)
             return best
         rotated = self._rotated_states(state.unsqueeze(0), [p for _, _, p in runs])[:, 0]
         if cpu_fp32(emb):
@@ -353,22 +378,7 @@ class MultiStepSearcher:
             for lo in range(a, b, self.settings.block_size):
                 hi = min(b, lo + self.settings.block_size)
                 scores = (emb[lo:hi].to(dtype) @ rot).float()
-                best = self._update_best(best, scores, lo, taken, lambda r, p=p: p)
-        return best
-
-    @staticmethod
-    def _update_best(
-        best, scores: torch.Tensor, lo: int, taken: torch.Tensor, pos_of
-    ) -> tuple[int, float, int]:
-        if taken.numel():
-            local = taken[(taken >= lo) & (taken < lo + scores.shape[0])] - lo
-            if local.numel():
-                scores = scores.index_fill(0, local, -torch.inf)
-        q, r = scores.max(0)
-        q_f = float(q)
-        if q_f > best[1]:
-            rank = int(r) + lo
-            return rank, q_f, int(pos_of(rank))
+                best = update_best(best, scores, lo, taken, lambda r, p=p: p)
         return best
 
     def _best_faiss(

@@ -22,6 +22,43 @@ if TYPE_CHECKING:
     from qrag_integrations.frameworks.retriever import QRAGRetriever
 
 
+#: Fields that only a store-backed retriever uses (refused, and not saved, without a store).
+STORE_FIELDS = frozenset({"candidates_per_step", "check_exact"})
+#: Fields that only the in-memory index's scan uses (refused with a store).
+SCAN_FIELDS = frozenset({"scan", "rescore"})
+
+
+def check_store_options(
+    fields: dict[str, Any],
+    has_store: bool,
+    has_index_or_texts: bool,
+    collection_name: str | None,
+    rank_by: str,
+) -> None:
+    """Refuse options that the retriever's kind (store-backed or in-memory) would not use.
+
+    Raises:
+        QRAGError: naming the first such option.
+    """
+    if not has_store:
+        store_only = sorted(STORE_FIELDS & set(fields))
+        if collection_name is not None or rank_by != "auto":
+            store_only += ["collection_name" if collection_name is not None else "rank_by"]
+        if store_only:
+            raise QRAGError(
+                f"{store_only[0]} applies to a store-backed retriever: use from_store(store, ...)"
+            )
+    elif has_index_or_texts:
+        raise QRAGError(
+            "a store-backed retriever takes no index= or texts=: add_texts() writes to the store"
+        )
+    elif SCAN_FIELDS & set(fields):
+        raise QRAGError(
+            f"{min(SCAN_FIELDS & set(fields))} applies to the in-memory index's scan, not "
+            "to a store (a store-backed search re-scores candidates_per_step chunks per step)"
+        )
+
+
 class RetrieverConstructors:
     """Class methods that build a retriever; each passes unknown keywords to ``cls(...)``, which
     refuses them (``cls._refuse_unknown``)."""

@@ -33,7 +33,11 @@ from qrag_integrations.core.model import QRAGModel
 from qrag_integrations.core.options import check_options
 from qrag_integrations.core.persistence import save_retriever
 from qrag_integrations.core.search import Hit, SearchSettings
-from qrag_integrations.frameworks.constructors import RetrieverConstructors
+from qrag_integrations.frameworks.constructors import (
+    STORE_FIELDS,
+    RetrieverConstructors,
+    check_store_options,
+)
 from qrag_integrations.frameworks.conversion import (
     chunk_to_langchain,
     documents_to_chunks,
@@ -100,6 +104,11 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
     """Show a progress bar while embedding chunks."""
     faiss_candidates: int | None = None
     """Approximate mode for very large indexes: FAISS pre-selects this many candidates per step."""
+    scan: str = "exact"
+    """How each step scans the in-memory index: ``"exact"``, or a compact ``"int8"`` / ``"binary"``
+    copy whose best candidates are re-scored exactly (CPU; see ``docs/retriever.md``)."""
+    rescore: int = Field(default=100, ge=1)
+    """With a compact ``scan``: candidates re-scored exactly per step (more = closer to exact)."""
     candidates_per_step: int = Field(default=64, ge=1)
     """Store-backed only (:meth:`from_store`): chunks asked from the store per step and re-scored
     exactly (the search is exact whenever they hold the exact arg-max)."""
@@ -121,8 +130,7 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
     _init_keywords: ClassVar[frozenset[str]] = frozenset(
         {"model", "index", "callback_manager", "store", "collection_name", "rank_by"}
     )
-    #: Fields that only a store-backed retriever uses (refused, and not saved, without a store).
-    _STORE_FIELDS: ClassVar[frozenset[str]] = frozenset({"candidates_per_step", "check_exact"})
+    _STORE_FIELDS: ClassVar[frozenset[str]] = STORE_FIELDS
 
     _model: QRAGModel = PrivateAttr()
     _corpus: Corpus = PrivateAttr()
@@ -157,18 +165,13 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
             **data: the fields (``k``, ``checkpoint``, ``device``, ...); no other name.
         """
         check_options(data, type(self).model_fields, f"{type(self).__name__}()")
-        if store is None:
-            store_only = sorted(self._STORE_FIELDS & set(data))
-            if collection_name is not None or rank_by != "auto":
-                store_only += ["collection_name" if collection_name is not None else "rank_by"]
-            if store_only:
-                raise QRAGError(
-                    f"{store_only[0]} applies to a store-backed retriever: use from_store(store, ...)"
-                )
-        elif index is not None or texts is not None:
-            raise QRAGError(
-                "a store-backed retriever takes no index= or texts=: add_texts() writes to the store"
-            )
+        check_store_options(
+            data,
+            store is not None,
+            index is not None or texts is not None,
+            collection_name,
+            rank_by,
+        )
         if "k" in data:
             validation.check_k(
                 data["k"]
@@ -198,9 +201,10 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
             raise IndexMismatchError(
                 f"index embedding size {index.embedding_dim} != model embedding size {model.embedding_dim}"
             )
-        self._corpus = IndexCorpus(
-            model, index, SearchSettings(faiss_candidates=self.faiss_candidates)
+        settings = SearchSettings(
+            faiss_candidates=self.faiss_candidates, scan=self.scan, rescore=self.rescore
         )
+        self._corpus = IndexCorpus(model, index, settings)
         if texts is not None:
             self.add_texts(texts, metadatas=metadatas, ids=ids)
 

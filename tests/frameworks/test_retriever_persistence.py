@@ -29,6 +29,8 @@ SETTINGS = (
     "index_dtype",
     "batch_size",
     "faiss_candidates",
+    "scan",
+    "rescore",
     "device",
     "checkpoint",
 )
@@ -100,6 +102,8 @@ def test_round_trip_keeps_results_and_every_setting(qrag_checkpoint, tmp_path):
         index_dtype="float16",
         batch_size=3,
         faiss_candidates=5,
+        scan="binary",
+        rescore=3,
     )
     r.save(tmp_path / "saved")
     loaded = QRAGRetriever.load(tmp_path / "saved")
@@ -111,6 +115,7 @@ def test_round_trip_keeps_results_and_every_setting(qrag_checkpoint, tmp_path):
         loaded.index_dtype == "float16" and loaded.batch_size == 3 and loaded.faiss_candidates == 5
     )
     assert loaded.index.dtype == r.index.dtype
+    assert loaded.scan == "binary" and loaded.rescore == 3
     assert [len(x) for x in got] == [4, 4]
     assert [n.node.node_id for n in loaded.retrieve(QUESTIONS[0])] == [x[0] for x in got[0]]
     # device can be overridden at load time

@@ -1,0 +1,183 @@
+"""Compact scans: a small copy of the chunk embeddings that each search step scans to pick
+candidates, which the search then re-scores exactly in float32.
+
+A step's scan reads every stored embedding; on a CPU that is memory-bound, so fewer bytes per
+chunk make it faster: ``"int8"`` keeps 1 byte per dimension (FAISS scalar quantizer, a min/max
+range per dimension learnt from the embeddings) and ``"binary"`` 1 bit per dimension (the signs;
+Hamming distance to the signs of the state). The full-precision embeddings stay in memory for
+the re-scoring, so a compact copy *adds* ``D`` bytes (int8) or ``D / 8`` bytes (binary) per
+chunk: 384 / 48 bytes for MiniLM, on top of 1,536 for float32.
+
+FAISS (not numpy / torch) scans the codes: it has SIMD kernels for both, range selectors for
+the runs of rows that share a position, and no int8 matrix-vector product exists in torch on CPU.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+
+from qrag_integrations.core.errors import QRAGError
+
+EXACT, INT8, BINARY = "exact", "int8", "binary"
+#: The scan kinds: ``"exact"`` (float32, the default), ``"int8"`` and ``"binary"``.
+SCAN_KINDS: tuple[str, ...] = (EXACT, INT8, BINARY)
+#: Extra bytes per chunk and dimension that each compact kind stores beside the embeddings.
+BYTES_PER_DIMENSION = {INT8: 1.0, BINARY: 0.125}
+
+
+def check_scan(scan: str, rescore: int) -> None:
+    """Raise :class:`~qrag_integrations.core.errors.QRAGError` for an unknown scan kind or a
+    re-scoring count below 1."""
+    if scan not in SCAN_KINDS:
+        raise QRAGError(f"scan must be one of {list(SCAN_KINDS)}, got {scan!r}")
+    if isinstance(rescore, bool) or not isinstance(rescore, int) or rescore < 1:
+        raise QRAGError(f"rescore must be an integer >= 1, got {rescore!r}")
+
+
+class CompactScanner:
+    """A compact FAISS copy of one tensor of chunk embeddings, built on first use and rebuilt
+    when the embeddings change (thread-safe)."""
+
+    def __init__(self, kind: str) -> None:
+        if kind not in (INT8, BINARY):
+            raise QRAGError(f"a compact scan is {INT8!r} or {BINARY!r}, got {kind!r}")
+        self.kind = kind
+        self._lock = threading.Lock()
+        # (weak reference to the embeddings it was built from, index): a weakref cannot be
+        # confused with a later tensor the way a reused id() could.
+        self._built: tuple[weakref.ref, Any] | None = None
+
+    def candidates(self, emb: torch.Tensor, states: torch.Tensor, lo: int, hi: int, want: int):
+        """Rows of ``emb[lo:hi]`` that the compact copy scores best for each state.
+
+        Args:
+            emb: ``(N, D)`` chunk embeddings (CPU).
+            states: ``(B, D)`` states, already rotated for the run's position.
+            lo: first row of the run.
+            hi: end of the run (exclusive).
+            want: candidates per state.
+
+        Returns:
+            ``(B, want)`` int64 row numbers (absolute), ``-1`` where fewer rows exist.
+        """
+        import faiss
+
+        index = self._index(emb)
+        params = faiss.SearchParameters(sel=faiss.IDSelectorRange(lo, hi))
+        queries = states.detach().float().cpu().numpy()
+        if self.kind == BINARY:
+            queries = np.packbits(queries > 0, axis=1)
+        _, rows = index.search(queries, want, params=params)
+        return rows
+
+    def _index(self, emb: torch.Tensor) -> Any:
+        with self._lock:
+            if self._built is not None and self._built[0]() is emb:
+                return self._built[1]
+            import faiss
+
+            vectors = np.ascontiguousarray(emb.detach().float().cpu().numpy())
+            dim = vectors.shape[1]
+            if self.kind == BINARY:
+                if dim % 8:
+                    raise QRAGError(f"a binary scan needs a dimension divisible by 8, got {dim}")
+                index = faiss.IndexBinaryFlat(dim)
+                index.add(np.packbits(vectors > 0, axis=1))
+            else:
+                index = faiss.IndexScalarQuantizer(
+                    dim, faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT
+                )
+                index.train(vectors)
+                index.add(vectors)
+            self._built = (weakref.ref(emb), index)
+            return index
+
+
+def rescore_best(
+    emb: torch.Tensor, vec: torch.Tensor, rows: np.ndarray, taken: set[int], position: int
+) -> tuple[int, float, int] | None:
+    """The exact best ``(row, Q, position)`` among candidate ``rows`` (``-1`` = none) that are not
+    ``taken``, scored in float32 against ``vec``; ``None`` when no candidate is left.
+
+    Rows are scored in ascending order, so ties go to the lowest row, as in the exact scan.
+    """
+    cand = sorted({int(r) for r in rows if r >= 0 and int(r) not in taken})
+    if not cand:
+        return None
+    scores = emb[torch.tensor(cand, device=emb.device)].float() @ vec.to(emb.device).float()
+    j = int(scores.argmax())
+    return cand[j], float(scores[j]), position
+
+
+def best_compact(
+    scanner: CompactScanner,
+    emb: torch.Tensor,
+    states: torch.Tensor,
+    picked: list[list[int]],
+    runs_of: Callable[[list[int]], list[tuple[int, int, int]]],
+    rotated: Callable[[torch.Tensor, list[int]], torch.Tensor],
+    rescore: int,
+) -> list[tuple[int, float, int]]:
+    """Each question's pick: the compact scan's ``rescore`` best rows of every run of equal
+    positions (besides the question's picks), re-scored exactly.
+
+    Args:
+        scanner: the compact copy of ``emb``.
+        emb: ``(N, D)`` chunk embeddings (CPU).
+        states: ``(B, D)`` states.
+        picked: each question's picked rows.
+        runs_of: the runs ``(lo, hi, position)`` of a question's layout, given its picks.
+        rotated: ``(R, B, D)`` states rotated by ``-p`` for each of ``R`` run positions.
+        rescore: candidates per run re-scored exactly.
+
+    Returns:
+        ``(row, Q, position)`` per question (``(-1, -inf, 0)`` when nothing is left).
+    """
+    out: list[tuple[int, float, int]] = []
+    shared = [runs_of(p) for p in picked]
+    if shared and all(r == shared[0] for r in shared) and len(shared[0]) == 1:
+        # one run for every question (no positions, or no picks yet): one scan for the batch
+        lo, hi, p = shared[0][0]
+        vecs = rotated(states, [p])[0]
+        want = min(hi - lo, rescore + max(len(t) for t in picked))
+        rows = scanner.candidates(emb, vecs, lo, hi, want)
+        for i, taken in enumerate(picked):
+            out.append(rescore_best(emb, vecs[i], rows[i], set(taken), p) or (-1, -np.inf, 0))
+        return out
+    for i, (taken, runs) in enumerate(zip(picked, shared)):
+        vecs = rotated(states[i : i + 1], [p for _, _, p in runs])[:, 0]
+        best: tuple[int, float, int] = (-1, -np.inf, 0)
+        for (lo, hi, p), vec in zip(runs, vecs):
+            want = min(hi - lo, rescore + sum(lo <= t < hi for t in taken))
+            rows = scanner.candidates(emb, vec[None], lo, hi, want)[0]
+            pick = rescore_best(emb, vec, rows, set(taken), p)
+            if pick is not None and pick[1] > best[1]:
+                best = pick
+        out.append(best)
+    return out
+
+
+def compact_scanner(
+    scan: str, device: torch.device, absolute_positions: bool
+) -> CompactScanner | None:
+    """The scanner a searcher over an index on ``device`` uses for ``scan`` (``None`` = exact).
+
+    Raises:
+        QRAGError: a compact scan on a GPU index or with absolute positions (every chunk has its
+            own position, so there are no runs to scan).
+    """
+    if scan == EXACT:
+        return None
+    if device.type != "cpu" or absolute_positions:
+        where = f"a {device.type!r} index" if device.type != "cpu" else "absolute positions"
+        raise QRAGError(
+            f"scan={scan!r} needs a CPU index and positions 'none' or 'relative', not {where}: "
+            "use scan='exact'"
+        )
+    return CompactScanner(scan)

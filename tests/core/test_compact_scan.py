@@ -1,0 +1,117 @@
+"""Compact scans (int8 / binary copies with exact re-scoring) against the brute-force search."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from search_reference import (
+    QUERIES,
+    TEXTS,
+    N,
+    as_tuples,
+    assert_same,
+    brute_force,
+    embed_state,
+    random_index,
+)
+
+from qrag_integrations.core.compact_scan import CompactScanner
+from qrag_integrations.core.errors import QRAGError
+from qrag_integrations.core.index import ChunkIndex
+from qrag_integrations.core.positions import layout
+from qrag_integrations.core.search import MultiStepSearcher, SearchSettings
+
+KINDS = ["int8", "binary"]
+RUN_MODES = ["none", "none-anchored", "relative", "relative-step1", "relative-anchored"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("mode", RUN_MODES)
+def test_rescoring_every_row_is_the_exact_search(make_model, kind: str, mode: str) -> None:
+    model = make_model(mode)
+    index = random_index()
+    searcher = MultiStepSearcher(model, index, SearchSettings(scan=kind, rescore=N))
+    for query, hits in zip(QUERIES, searcher.search(QUERIES, k=6)):
+        assert_same(as_tuples(hits), brute_force(model, index, query, 6))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_few_candidates_give_distinct_picks_with_exact_q_values(make_model, kind: str) -> None:
+    model = make_model("relative")
+    index = _big_index(300)
+    emb = index.snapshot().embeddings
+    searcher = MultiStepSearcher(model, index, SearchSettings(scan=kind, rescore=2))
+    for query, hits in zip(QUERIES, searcher.search(QUERIES, k=8)):
+        ids = [h.chunk.id for h in hits]
+        assert len(ids) == len(set(ids)) == 8
+        # the first pick's Q is its exact Q (re-scored in float32), and no chunk beats the exact best
+        cfg = model.config
+        pos = layout(cfg.position_mode, 300, [], cfg.relative_step, cfg.relative_span)
+        with torch.no_grad():
+            q = model.q_values(embed_state(model, query), emb, torch.from_numpy(pos))[0]
+        row = int(ids[0][1:])
+        assert hits[0].q_value == pytest.approx(float(q[row]), abs=1e-5)
+        assert hits[0].q_value <= float(q.max()) + 1e-5
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_scan_finds_a_planted_row_within_its_run(kind: str) -> None:
+    g = torch.Generator().manual_seed(0)
+    emb = torch.randn(500, 32, generator=g)
+    target = torch.randn(32, generator=g)
+    emb[123] = 5 * target
+    emb[400] = 5 * target
+    scanner = CompactScanner(kind)
+    assert scanner.candidates(emb, target[None], 0, 300, 1)[0, 0] == 123
+    assert scanner.candidates(emb, target[None], 300, 500, 1)[0, 0] == 400
+    rows = scanner.candidates(emb, target[None], 100, 130, 50)[0]
+    assert set(rows[rows >= 0].tolist()) == set(range(100, 130))
+
+
+def test_the_compact_copy_follows_index_updates(make_model) -> None:
+    model = make_model("none")
+    index = random_index()
+    searcher = MultiStepSearcher(model, index, SearchSettings(scan="int8", rescore=N + 5))
+    searcher.search(QUERIES, k=2)
+    index.add(["a new chunk", "another new chunk"], torch.randn(2, 32) * 5, ids=["n1", "n2"])
+    for query, hits in zip(QUERIES, searcher.search(QUERIES, k=4)):
+        assert_same(as_tuples(hits), brute_force(model, index, query, 4))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_filtered_searches_scan_exactly(make_model, kind: str) -> None:
+    model = make_model("relative")
+    index = random_index()
+    rows = [i for i in range(N) if i % 3]  # doc "A"
+    searcher = MultiStepSearcher(model, index, SearchSettings(scan=kind, rescore=1))
+    for query, hits in zip(QUERIES, searcher.search(QUERIES, k=4, filter={"doc": "A"})):
+        assert_same(as_tuples(hits), brute_force(model, index, query, 4, rows=rows))
+
+
+def test_bad_settings_name_the_problem(make_model) -> None:
+    with pytest.raises(QRAGError, match="scan must be one of"):
+        SearchSettings(scan="int4")
+    with pytest.raises(QRAGError, match="rescore must be"):
+        SearchSettings(scan="int8", rescore=0)
+    with pytest.raises(QRAGError, match="absolute positions"):
+        MultiStepSearcher(make_model("absolute"), random_index(), SearchSettings(scan="binary"))
+    odd = ChunkIndex(30)
+    odd.add(TEXTS[:3], torch.randn(3, 30))
+    with pytest.raises(QRAGError, match="divisible by 8"):
+        CompactScanner("binary").candidates(odd.snapshot().embeddings, torch.randn(1, 30), 0, 3, 1)
+
+
+def _big_index(n: int) -> ChunkIndex:
+    index = ChunkIndex(32)
+    g = torch.Generator().manual_seed(7)
+    texts = [f"chunk {i} " + "x " * (i % 17) for i in range(n)]
+    index.add(texts, torch.randn(n, 32, generator=g), ids=[f"b{i}" for i in range(n)])
+    return index
+
+
+def test_unused_numpy_rows_are_minus_one() -> None:
+    emb = torch.randn(5, 32)
+    rows = CompactScanner("int8").candidates(emb, torch.randn(2, 32), 0, 5, 8)
+    assert rows.shape == (2, 8)
+    assert (np.sort(rows, axis=1)[:, :3] == -1).all()
