@@ -30,8 +30,7 @@ from qrag_training.metrics import em_recall
 import qrag_integrations
 from benchmarks.harness import results as harness
 from benchmarks.harness.texts import numbered_questions, shakespeare_lines, shakespeare_sentences
-from benchmarks.search.corpus import make_embeddings, make_texts, measure_real_norms
-from qrag_integrations.core.index import ChunkIndex
+from benchmarks.search.corpus import synthetic_index
 from qrag_integrations.core.search import MultiStepSearcher
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -96,12 +95,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
             build = median_seconds(lambda m=model: m.embed_chunks(sentences, batch_size=64), 2)
             model.config.max_chunk_tokens = 256
             if index is None:  # one index for every backend (the scan is not the backend's)
-                norms = measure_real_norms(model, lines)
-                index = ChunkIndex(model.embedding_dim)
-                index.add(
-                    make_texts(args.size, lines),
-                    make_embeddings(args.size, model.embedding_dim, norms, args.seed),
-                )
+                index = synthetic_index(model, args.size, args.seed, lines)
                 flat = faiss.IndexFlatIP(model.embedding_dim)
                 flat.add(index.snapshot().embeddings.numpy())
             searcher = MultiStepSearcher(model, index)
@@ -139,9 +133,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     for row in rows.values():
         row["search_vs_one_torch_dense_search"] = row["search_seconds_per_question"] / dense_torch
     result = {
-        "command": harness.command_line(list(argv) if argv is not None else None),
-        "code": harness.code_version(),
-        "machine": harness.machine_info(args.threads, "cpu"),
+        **harness.provenance(argv, args.threads),
         "sentence_transformers_chunks_per_second": args.chunks / st_seconds,
         "size": args.size,
         "k": args.k,

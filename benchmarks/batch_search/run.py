@@ -20,13 +20,10 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-import torch
-
 import qrag_integrations
 from benchmarks.harness import results as harness
 from benchmarks.harness.texts import numbered_questions, shakespeare_lines
-from benchmarks.search.corpus import make_embeddings, make_texts, measure_real_norms
-from qrag_integrations.core.index import ChunkIndex
+from benchmarks.search.corpus import synthetic_index
 from qrag_integrations.core.search import MultiStepSearcher
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -54,14 +51,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     args = parse_args(argv)
     harness.set_threads(args.threads)
     model = qrag_integrations.load_model().eval()
-    lines = shakespeare_lines()
-    with torch.inference_mode():
-        norms = measure_real_norms(model, lines)
-    index = ChunkIndex(model.embedding_dim)
-    index.add(
-        make_texts(args.size, lines),
-        make_embeddings(args.size, model.embedding_dim, norms, args.seed),
-    )
+    index = synthetic_index(model, args.size, args.seed, shakespeare_lines())
     searcher = MultiStepSearcher(model, index)
     sizes = [int(b) for b in args.batches.split(",") if b]
     qs = numbered_questions(max(sizes))
@@ -98,9 +88,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
             flush=True,
         )
     result = {
-        "command": harness.command_line(list(argv) if argv is not None else None),
-        "code": harness.code_version(),
-        "machine": harness.machine_info(args.threads, "cpu"),
+        **harness.provenance(argv, args.threads),
         "model": model.config.base_model,
         "position_mode": model.config.position_mode.value,
         "size": args.size,

@@ -8,6 +8,7 @@ import os
 import platform
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 
@@ -64,3 +65,12 @@ def write_json(path: str | Path, obj: dict) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(obj, indent=2) + "\n", encoding="utf-8")
+
+
+def provenance(argv: Sequence[str] | None, threads: int, device: str = "cpu") -> dict:
+    """The head of a result file: the command, the code version and the machine."""
+    return {
+        "command": command_line(list(argv) if argv is not None else None),
+        "code": code_version(),
+        "machine": machine_info(threads, device),
+    }

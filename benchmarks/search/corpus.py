@@ -33,3 +33,15 @@ def measure_real_norms(model: Any, lines: list[str], count: int = 256) -> np.nda
     ]
     emb = model.embed_chunks(sample, batch_size=64)
     return emb.norm(dim=1).cpu().numpy()
+
+
+def synthetic_index(model: Any, size: int, seed: int, lines: list[str]) -> Any:
+    """A CPU float32 :class:`~qrag_integrations.core.index.ChunkIndex` of ``size`` chunks: real
+    texts (:func:`make_texts`) with random embeddings at ``model``'s real norms."""
+    from qrag_integrations.core.index import ChunkIndex
+
+    with torch.inference_mode():
+        norms = measure_real_norms(model, lines)
+    index = ChunkIndex(model.embedding_dim)
+    index.add(make_texts(size, lines), make_embeddings(size, model.embedding_dim, norms, seed))
+    return index

@@ -1,0 +1,183 @@
+"""Compact scans side by side: a multi-step search that scans float32 (exact), int8 or binary
+copies of the chunk embeddings (re-scoring the best ``--rescore`` exactly), on each encoder
+backend, against one dense search on the same backend and on torch, in one run.
+
+- **Speed**: a ``--k``-step search per question over ``--size`` chunks (real texts with random
+  embeddings at real norms, ``benchmarks/search/corpus.py``: scan costs do not depend on the
+  values), median over ``--queries`` questions; one dense search = encode the question + FAISS
+  flat inner product (what a user has today).
+- **Quality** (real embeddings): HotpotQA val questions searched together over one pooled index
+  of all their paragraphs plus ``--noise`` real text chunks (Shakespeare lines): EM@2 / EM@4
+  (both gold paragraphs among the first picks) and the share of questions whose 4 picks equal
+  the exact scan's on the same backend.
+- **Memory**: bytes per chunk of the stored embeddings and of the compact copy.
+
+Default model (untrained MiniLM, question anchoring, no positions).
+
+    python -m benchmarks.compact_scan.run --threads 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import faiss
+import torch
+from qrag_training.data.hotpotqa import load_hotpotqa
+
+import qrag_integrations
+from benchmarks.harness import results as harness
+from benchmarks.harness.embedding_cache import cached_chunk_embeddings
+from benchmarks.harness.texts import numbered_questions, shakespeare_lines
+from benchmarks.search.corpus import make_texts, synthetic_index
+from qrag_integrations.core.compact_scan import BYTES_PER_DIMENSION
+from qrag_integrations.core.index import ChunkIndex
+from qrag_integrations.core.search import MultiStepSearcher, SearchSettings
+
+RESULTS = Path(__file__).resolve().parent / "results"
+QUALITY_PICKS = 4
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--size", type=int, default=400_000, help="chunks in the timed index")
+    p.add_argument("--queries", type=int, default=10, help="questions timed (median)")
+    p.add_argument("--k", type=int, default=3, help="search steps (timed)")
+    p.add_argument("--scans", default="exact,int8,binary", help="comma-separated scan kinds")
+    p.add_argument("--rescore", type=int, default=100, help="candidates re-scored per step")
+    p.add_argument("--backends", default="torch,onnx", help="comma-separated encoder backends")
+    p.add_argument("--hotpotqa", type=int, default=263, help="HotpotQA val questions (quality)")
+    p.add_argument("--noise", type=int, default=20_000, help="real noise chunks (quality)")
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", type=Path)
+    return p.parse_args(argv)
+
+
+def median_seconds(fn, queries: Sequence[str]) -> float:
+    """Median over ``queries`` of one call ``fn(query)``."""
+    times = []
+    for q in queries:
+        started = time.perf_counter()
+        fn(q)
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def quality_index(model, episodes, noise: int, lines: list[str]) -> ChunkIndex:
+    """Every paragraph of ``episodes`` (once) plus ``noise`` real text chunks, embedded for real."""
+    paragraphs = list(dict.fromkeys(c for e in episodes for c in e.chunks))
+    texts = paragraphs + [t for t in make_texts(noise, lines[::7]) if t not in set(paragraphs)]
+    emb, _ = cached_chunk_embeddings(model, texts)
+    index = ChunkIndex(model.embedding_dim)
+    index.add(texts, emb, ids=[str(i) for i in range(len(texts))])
+    return index
+
+
+def found_gold(hits, gold: set[str], k: int) -> bool:
+    return gold <= {h.chunk.text for h in hits[:k]}
+
+
+def main(argv: Sequence[str] | None = None) -> dict:
+    args = parse_args(argv)
+    harness.set_threads(args.threads)
+    out = args.out or RESULTS / f"compact_scan_{args.threads}thread.json"
+    scans = [s for s in args.scans.split(",") if s]
+    lines = shakespeare_lines()
+    model = qrag_integrations.load_model().eval()
+    dim = model.embedding_dim
+    index = synthetic_index(model, args.size, args.seed, lines)
+    flat = faiss.IndexFlatIP(dim)
+    flat.add(index.snapshot().embeddings.numpy())
+    qs = numbered_questions(args.queries)
+    episodes = load_hotpotqa(split="val", limit=args.hotpotqa)
+    gold = [{e.chunks[i] for i in e.support} for e in episodes]
+    with torch.inference_mode():
+        pooled = quality_index(model, episodes, args.noise, lines)
+    rows = []
+    for backend in [b for b in args.backends.split(",") if b]:
+        if backend != "torch":
+            model.set_backend(backend)
+        with torch.inference_mode():
+            dense = median_seconds(lambda q: flat.search(model.embed_states([q]).numpy(), 1), qs)
+            exact_picks = None
+            for scan in scans:
+                settings = SearchSettings(scan=scan, rescore=args.rescore)
+                searcher = MultiStepSearcher(model, index, settings)
+                started = time.perf_counter()
+                searcher.search(qs[:1], args.k)  # warm-up; builds the compact copy
+                setup = time.perf_counter() - started
+                per_q = median_seconds(lambda q, s=searcher: s.search([q], args.k), qs)
+                hits = MultiStepSearcher(model, pooled, settings).search(
+                    [e.question for e in episodes], QUALITY_PICKS
+                )
+                picks = [[h.chunk.id for h in hs] for hs in hits]
+                exact_picks = exact_picks or picks
+                row = {
+                    "backend": backend,
+                    "scan": scan,
+                    "rescore": args.rescore if scan != "exact" else None,
+                    "first_search_seconds": setup,
+                    "search_seconds_per_question": per_q,
+                    "dense_seconds_per_question_same_backend": dense,
+                    "hotpotqa_val_em@2": statistics.mean(
+                        found_gold(h, g, 2) for h, g in zip(hits, gold)
+                    ),
+                    "hotpotqa_val_em@4": statistics.mean(
+                        found_gold(h, g, 4) for h, g in zip(hits, gold)
+                    ),
+                    "same_picks_as_exact": statistics.mean(
+                        p == e for p, e in zip(picks, exact_picks)
+                    ),
+                    "bytes_per_chunk": 4 * dim + BYTES_PER_DIMENSION.get(scan, 0) * dim,
+                }
+                rows.append(row)
+                print(row, flush=True)
+    torch_dense = next(r for r in rows if r["backend"] == "torch")
+    for row in rows:
+        row["search_vs_one_torch_dense_search"] = (
+            row["search_seconds_per_question"]
+            / torch_dense["dense_seconds_per_question_same_backend"]
+        )
+        row["search_vs_one_dense_search_same_backend"] = (
+            row["search_seconds_per_question"] / row["dense_seconds_per_question_same_backend"]
+        )
+    result = {
+        **harness.provenance(argv, args.threads),
+        "model": model.config.base_model,
+        "position_mode": model.config.position_mode.value,
+        "size": args.size,
+        "k": args.k,
+        "queries": args.queries,
+        "quality": {
+            "hotpotqa_val_questions": len(episodes),
+            "pooled_chunks": len(pooled),
+            "picks": QUALITY_PICKS,
+        },
+        "rows": rows,
+    }
+    print(
+        f"\n{args.size:,} chunks, {args.threads} thread(s); quality: {len(episodes)} HotpotQA val "
+        f"questions over {len(pooled):,} pooled chunks\n"
+        "| backend | scan | 3-step search ms | x one torch dense search | x dense, same backend "
+        "| EM@2 / EM@4 | same picks as exact | bytes/chunk |"
+    )
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        print(
+            f"| {r['backend']} | {r['scan']} | {1000 * r['search_seconds_per_question']:.0f} "
+            f"| {r['search_vs_one_torch_dense_search']:.2f} "
+            f"| {r['search_vs_one_dense_search_same_backend']:.2f} "
+            f"| {r['hotpotqa_val_em@2']:.3f} / {r['hotpotqa_val_em@4']:.3f} "
+            f"| {r['same_picks_as_exact']:.3f} | {r['bytes_per_chunk']:.0f} |"
+        )
+    harness.write_json(out, result)
+    return result
+
+
+if __name__ == "__main__":
+    main()
