@@ -2,7 +2,7 @@
 copies of the chunk embeddings (re-scoring the best ``--rescore`` exactly), on each encoder
 backend, against one dense search on the same backend and on torch, in one run.
 
-- **Speed**: a ``--k``-step search per question over ``--size`` chunks (real texts with random
+- **Speed**: a ``--k``-step search per question over each of ``--sizes`` chunks (real texts with random
   embeddings at real norms, ``benchmarks/search/corpus.py``: scan costs do not depend on the
   values), median over ``--queries`` questions; one dense search = encode the question + FAISS
   flat inner product (what a user has today).
@@ -44,7 +44,9 @@ QUALITY_PICKS = 4
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--size", type=int, default=400_000, help="chunks in the timed index")
+    p.add_argument(
+        "--sizes", default="10000,100000,400000,1000000", help="chunks in the timed indexes"
+    )
     p.add_argument("--queries", type=int, default=10, help="questions timed (median)")
     p.add_argument("--k", type=int, default=3, help="search steps (timed)")
     p.add_argument("--scans", default="exact,int8,binary", help="comma-separated scan kinds")
@@ -82,63 +84,83 @@ def found_gold(hits, gold: set[str], k: int) -> bool:
     return gold <= {h.chunk.text for h in hits[:k]}
 
 
+def backend_models(backends: Sequence[str]) -> dict:
+    """The default model once per encoder backend."""
+    models = {}
+    for backend in backends:
+        model = qrag_integrations.load_model().eval()
+        if backend != "torch":
+            model.set_backend(backend)
+        models[backend] = model
+    return models
+
+
+def quality(model, pooled: ChunkIndex, episodes, gold, scans, rescore: int) -> dict[str, dict]:
+    """Per scan kind: EM@2 / EM@4 over the pooled index and the share of picks equal to the
+    exact scan's (the first kind)."""
+    out, exact = {}, None
+    for scan in scans:
+        settings = SearchSettings(scan=scan, rescore=rescore)
+        hits = MultiStepSearcher(model, pooled, settings).search(
+            [e.question for e in episodes], QUALITY_PICKS
+        )
+        picks = [[h.chunk.id for h in hs] for hs in hits]
+        exact = exact or picks
+        out[scan] = {
+            f"hotpotqa_val_em@{k}": statistics.mean(found_gold(h, g, k) for h, g in zip(hits, gold))
+            for k in (2, 4)
+        } | {"same_picks_as_exact": statistics.mean(p == e for p, e in zip(picks, exact))}
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> dict:
     args = parse_args(argv)
     harness.set_threads(args.threads)
     out = args.out or RESULTS / f"compact_scan_{args.threads}thread.json"
     scans = [s for s in args.scans.split(",") if s]
     lines = shakespeare_lines()
-    model = qrag_integrations.load_model().eval()
-    dim = model.embedding_dim
-    index = synthetic_index(model, args.size, args.seed, lines)
-    flat = faiss.IndexFlatIP(dim)
-    flat.add(index.snapshot().embeddings.numpy())
+    models = backend_models([b for b in args.backends.split(",") if b])
     qs = numbered_questions(args.queries)
     episodes = load_hotpotqa(split="val", limit=args.hotpotqa)
     gold = [{e.chunks[i] for i in e.support} for e in episodes]
-    with torch.inference_mode():
-        pooled = quality_index(model, episodes, args.noise, lines)
     rows = []
-    for backend in [b for b in args.backends.split(",") if b]:
-        if backend != "torch":
-            model.set_backend(backend)
-        with torch.inference_mode():
-            dense = median_seconds(lambda q: flat.search(model.embed_states([q]).numpy(), 1), qs)
-            exact_picks = None
-            for scan in scans:
-                settings = SearchSettings(scan=scan, rescore=args.rescore)
-                searcher = MultiStepSearcher(model, index, settings)
-                started = time.perf_counter()
-                searcher.search(qs[:1], args.k)  # warm-up; builds the compact copy
-                setup = time.perf_counter() - started
-                per_q = median_seconds(lambda q, s=searcher: s.search([q], args.k), qs)
-                hits = MultiStepSearcher(model, pooled, settings).search(
-                    [e.question for e in episodes], QUALITY_PICKS
+    with torch.inference_mode():
+        pooled = quality_index(models["torch"], episodes, args.noise, lines)
+        quality_of = {
+            b: quality(m, pooled, episodes, gold, scans, args.rescore) for b, m in models.items()
+        }
+        for size in [int(x) for x in args.sizes.split(",") if x]:
+            index = synthetic_index(models["torch"], size, args.seed, lines)
+            flat = faiss.IndexFlatIP(index.embedding_dim)
+            flat.add(index.snapshot().embeddings.numpy())
+            for backend, model in models.items():
+                dense = median_seconds(
+                    lambda q, m=model, f=flat: f.search(m.embed_states([q]).numpy(), 1), qs
                 )
-                picks = [[h.chunk.id for h in hs] for hs in hits]
-                exact_picks = exact_picks or picks
-                row = {
-                    "backend": backend,
-                    "scan": scan,
-                    "rescore": args.rescore if scan != "exact" else None,
-                    "first_search_seconds": setup,
-                    "search_seconds_per_question": per_q,
-                    "dense_seconds_per_question_same_backend": dense,
-                    "hotpotqa_val_em@2": statistics.mean(
-                        found_gold(h, g, 2) for h, g in zip(hits, gold)
-                    ),
-                    "hotpotqa_val_em@4": statistics.mean(
-                        found_gold(h, g, 4) for h, g in zip(hits, gold)
-                    ),
-                    "same_picks_as_exact": statistics.mean(
-                        p == e for p, e in zip(picks, exact_picks)
-                    ),
-                    "bytes_per_chunk": 4 * dim + BYTES_PER_DIMENSION.get(scan, 0) * dim,
-                }
-                rows.append(row)
-                print(row, flush=True)
-    torch_dense = next(r for r in rows if r["backend"] == "torch")
+                for scan in scans:
+                    settings = SearchSettings(scan=scan, rescore=args.rescore)
+                    searcher = MultiStepSearcher(model, index, settings)
+                    started = time.perf_counter()
+                    searcher.search(qs[:1], args.k)  # warm-up; builds the compact copy
+                    setup = time.perf_counter() - started
+                    row = {
+                        "size": size,
+                        "backend": backend,
+                        "scan": scan,
+                        "rescore": args.rescore if scan != "exact" else None,
+                        "first_search_seconds": setup,
+                        "search_seconds_per_question": median_seconds(
+                            lambda q, s=searcher: s.search([q], args.k), qs
+                        ),
+                        "dense_seconds_per_question_same_backend": dense,
+                        **quality_of[backend][scan],
+                        "bytes_per_chunk": 4 * index.embedding_dim
+                        + BYTES_PER_DIMENSION.get(scan, 0) * index.embedding_dim,
+                    }
+                    rows.append(row)
+                    print(row, flush=True)
     for row in rows:
+        torch_dense = next(r for r in rows if r["backend"] == "torch" and r["size"] == row["size"])
         row["search_vs_one_torch_dense_search"] = (
             row["search_seconds_per_question"]
             / torch_dense["dense_seconds_per_question_same_backend"]
@@ -148,9 +170,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
         )
     result = {
         **harness.provenance(argv, args.threads),
-        "model": model.config.base_model,
-        "position_mode": model.config.position_mode.value,
-        "size": args.size,
+        "model": models["torch"].config.base_model,
+        "position_mode": models["torch"].config.position_mode.value,
         "k": args.k,
         "queries": args.queries,
         "quality": {
@@ -161,15 +182,15 @@ def main(argv: Sequence[str] | None = None) -> dict:
         "rows": rows,
     }
     print(
-        f"\n{args.size:,} chunks, {args.threads} thread(s); quality: {len(episodes)} HotpotQA val "
+        f"\n{args.threads} thread(s); quality: {len(episodes)} HotpotQA val "
         f"questions over {len(pooled):,} pooled chunks\n"
-        "| backend | scan | 3-step search ms | x one torch dense search | x dense, same backend "
+        "| chunks | backend | scan | 3-step search ms | x one torch dense search | x dense, same backend "
         "| EM@2 / EM@4 | same picks as exact | bytes/chunk |"
     )
-    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    print("|---:|---|---|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         print(
-            f"| {r['backend']} | {r['scan']} | {1000 * r['search_seconds_per_question']:.0f} "
+            f"| {r['size']:,} | {r['backend']} | {r['scan']} | {1000 * r['search_seconds_per_question']:.0f} "
             f"| {r['search_vs_one_torch_dense_search']:.2f} "
             f"| {r['search_vs_one_dense_search_same_backend']:.2f} "
             f"| {r['hotpotqa_val_em@2']:.3f} / {r['hotpotqa_val_em@4']:.3f} "
