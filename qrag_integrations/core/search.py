@@ -12,11 +12,11 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
 import numpy as np
 import torch
 
+from qrag_integrations.core.candidates import CandidateSet, IndexCandidates
 from qrag_integrations.core.chunks import Chunk, MetadataFilter, Snapshot
 from qrag_integrations.core.compact_scan import EXACT, best_compact, check_scan, compact_scanner
 from qrag_integrations.core.config import PositionMode
@@ -73,58 +73,6 @@ class SearchSettings:
         check_scan(self.scan, self.rescore)
 
 
-class CandidateSet(Protocol):
-    """The chunks one question searches, as the search loop sees them: how many there are, the
-    chunk at a document-order rank, and the best unpicked one for a state."""
-
-    @property
-    def n(self) -> int:
-        """Number of chunks searched (positions are laid out over them)."""
-
-    def chunk(self, rank: int) -> Chunk:
-        """The chunk at this document-order rank (at least every picked one)."""
-
-    def best(
-        self, searcher: MultiStepSearcher, state: torch.Tensor, picked: list[int]
-    ) -> tuple[int, float, int] | None:
-        """``(rank, Q-value, position)`` of the pick for ``state`` given the ranks ``picked``;
-        ``None`` when no chunk the question may get is left (its search ends)."""
-
-
-@dataclass(frozen=True)
-class _Candidates:
-    """The chunks one question searches: a snapshot's rows (all, or those a filter matched)."""
-
-    snap: Snapshot
-    rows: np.ndarray | None
-    """Snapshot rows of the candidates in document order; ``None`` = every row."""
-    emb: torch.Tensor
-    """Their embeddings, row ``r`` = candidate rank ``r``."""
-
-    @classmethod
-    def of(cls, snap: Snapshot, filter: MetadataFilter | None) -> _Candidates:
-        rows = snap.rows_matching(filter)
-        emb = (
-            snap.embeddings
-            if rows is None
-            else snap.embeddings[torch.from_numpy(rows).to(snap.embeddings.device)]
-        )
-        return cls(snap, rows, emb)
-
-    @property
-    def n(self) -> int:
-        return int(self.emb.shape[0])
-
-    def chunk(self, rank: int) -> Chunk:
-        return self.snap.chunks[rank if self.rows is None else int(self.rows[rank])]
-
-    def best(
-        self, searcher: MultiStepSearcher, state: torch.Tensor, picked: list[int]
-    ) -> tuple[int, float, int]:
-        """The exact arg-max ``(rank, Q, position)`` over every unpicked candidate."""
-        return searcher._best_one(self.emb, state, picked, self.n)
-
-
 class MultiStepSearcher:
     """Runs Q-RAG's greedy multi-step search for one model over one index."""
 
@@ -178,7 +126,7 @@ class MultiStepSearcher:
                 stacklevel=2,
             )
             filter = where
-        candidates = _Candidates.of(self.index.snapshot(), filter)
+        candidates = IndexCandidates.of(self.index.snapshot(), filter)
         use_faiss = (
             self.settings.faiss_candidates is not None
             and candidates.rows is None
@@ -213,7 +161,7 @@ class MultiStepSearcher:
                 raise QRAGError(
                     f"model embedding size {self.model.embedding_dim} != index embedding size {index.embedding_dim}"
                 )
-        candidates = [_Candidates.of(index.snapshot(), None) for index in indexes]
+        candidates = [IndexCandidates.of(index.snapshot(), None) for index in indexes]
         return self._run(queries, candidates, k, stop_threshold, shared=False, use_faiss=False)
 
     def search_sets(

@@ -118,7 +118,7 @@ class _Scored:
 
 
 class _StoreSet:
-    """One question's view of the store: the :class:`~qrag_integrations.core.search.CandidateSet` the
+    """One question's view of the store: the :class:`~qrag_integrations.core.candidates.CandidateSet` the
     search loop drives."""
 
     def __init__(self, owner: StoreSearcher, filter: Any, layout: StoreLayout) -> None:

@@ -1,0 +1,68 @@
+"""The chunks one question searches, as the search loop sees them (:class:`CandidateSet`), and
+the in-memory index's kind (:class:`IndexCandidates`: a snapshot's rows, all or those a filter
+matched)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
+import torch
+
+from qrag_integrations.core.chunks import Chunk, MetadataFilter, Snapshot
+
+if TYPE_CHECKING:
+    from qrag_integrations.core.search import MultiStepSearcher
+
+
+class CandidateSet(Protocol):
+    """The chunks one question searches, as the search loop sees them: how many there are, the
+    chunk at a document-order rank, and the best unpicked one for a state."""
+
+    @property
+    def n(self) -> int:
+        """Number of chunks searched (positions are laid out over them)."""
+
+    def chunk(self, rank: int) -> Chunk:
+        """The chunk at this document-order rank (at least every picked one)."""
+
+    def best(
+        self, searcher: MultiStepSearcher, state: torch.Tensor, picked: list[int]
+    ) -> tuple[int, float, int] | None:
+        """``(rank, Q-value, position)`` of the pick for ``state`` given the ranks ``picked``;
+        ``None`` when no chunk the question may get is left (its search ends)."""
+
+
+@dataclass(frozen=True)
+class IndexCandidates:
+    """The chunks one question searches: a snapshot's rows (all, or those a filter matched)."""
+
+    snap: Snapshot
+    rows: np.ndarray | None
+    """Snapshot rows of the candidates in document order; ``None`` = every row."""
+    emb: torch.Tensor
+    """Their embeddings, row ``r`` = candidate rank ``r``."""
+
+    @classmethod
+    def of(cls, snap: Snapshot, filter: MetadataFilter | None) -> IndexCandidates:
+        rows = snap.rows_matching(filter)
+        emb = (
+            snap.embeddings
+            if rows is None
+            else snap.embeddings[torch.from_numpy(rows).to(snap.embeddings.device)]
+        )
+        return cls(snap, rows, emb)
+
+    @property
+    def n(self) -> int:
+        return int(self.emb.shape[0])
+
+    def chunk(self, rank: int) -> Chunk:
+        return self.snap.chunks[rank if self.rows is None else int(self.rows[rank])]
+
+    def best(
+        self, searcher: MultiStepSearcher, state: torch.Tensor, picked: list[int]
+    ) -> tuple[int, float, int]:
+        """The exact arg-max ``(rank, Q, position)`` over every unpicked candidate."""
+        return searcher._best_one(self.emb, state, picked, self.n)
