@@ -48,6 +48,7 @@ from benchmarks.harness import results as harness
 from qrag_integrations import load_model
 from qrag_integrations.core.config import PACKAGED_MINILM, PositionMode
 from qrag_integrations.core.model import QRAGModel
+from qrag_integrations.core.search import SearchSettings
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -112,27 +113,32 @@ def scores(
     return out
 
 
-#: Search settings a model spec may change (they are read at search time, not trained in).
+#: Search settings a model spec may change (they are read at search time, not trained in): the
+#: model's config fields, then the fields of the search itself (SearchSettings).
 SETTINGS = {
     "question_weight": float,
     "max_state_tokens": int,
     "max_chunk_tokens": int,
     "position_mode": PositionMode,
 }
+SEARCH_SETTINGS = {"lexical_depth": int}
 
 
-def load_with_settings(spec: str) -> QRAGModel:
-    """``CHECKPOINT[:FIELD=VALUE,...]``: the model, with those search settings changed."""
+def load_with_settings(spec: str) -> tuple[QRAGModel, SearchSettings]:
+    """``CHECKPOINT[:FIELD=VALUE,...]``: the model, with those search settings changed, and the
+    search settings."""
     checkpoint, _, settings = _split_settings(spec)
-    model = load_model(checkpoint)
+    model, search = load_model(checkpoint), {}
     for item in filter(None, settings.split(",")):
         key, _, value = item.partition("=")
-        if key not in SETTINGS:
-            raise ValueError(
-                f"unknown search setting {key!r} in {spec!r}; valid: {', '.join(SETTINGS)}"
-            )
-        setattr(model.config, key, SETTINGS[key](value))
-    return model
+        if key in SEARCH_SETTINGS:
+            search[key] = SEARCH_SETTINGS[key](value)
+        elif key in SETTINGS:
+            setattr(model.config, key, SETTINGS[key](value))
+        else:
+            valid = ", ".join([*SETTINGS, *SEARCH_SETTINGS])
+            raise ValueError(f"unknown search setting {key!r} in {spec!r}; valid: {valid}")
+    return model, SearchSettings(**search)
 
 
 def _split_settings(spec: str) -> tuple[str, str, str]:
@@ -155,7 +161,11 @@ def rrf(a: Sequence[int], b: Sequence[int], k: int) -> Retrieval:
 
 
 def run_cell(
-    cell: str, episodes: list[Episode], models: dict[str, QRAGModel], embedders: dict[str, Callable]
+    cell: str,
+    episodes: list[Episode],
+    models: dict[str, QRAGModel],
+    embedders: dict[str, Callable],
+    searches: dict[str, SearchSettings] | None = None,
 ) -> dict:
     """Every model, dense and BM25 on one cell: metrics, per-task metrics, paired differences."""
     kind = cell.split("-")[0]
@@ -164,7 +174,8 @@ def run_cell(
     seconds: dict[str, float] = {}
     for name, model in models.items():
         t0 = time.perf_counter()
-        results = greedy_retrieve(model, episodes, picks, embed=embedders[name])
+        settings = (searches or {}).get(name)
+        results = greedy_retrieve(model, episodes, picks, embed=embedders[name], settings=settings)
         seconds[name] = time.perf_counter() - t0
         per_method[name] = scores(episodes, results, kind)
     t0 = time.perf_counter()
@@ -261,7 +272,9 @@ def main(argv: Sequence[str] | None = None) -> dict:
     seed = VAL_SEED if args.seed is None else args.seed
     harness.set_threads(args.threads)
     specs = {"untrained": args.base, **dict(m.split("=", 1) for m in args.model)}
-    models = {name: load_with_settings(spec) for name, spec in specs.items()}
+    loaded = {name: load_with_settings(spec) for name, spec in specs.items()}
+    models = {name: model for name, (model, _) in loaded.items()}
+    searches = {name: search for name, (_, search) in loaded.items()}
     by_encoder: dict[tuple[str, int], ChunkEmbedder] = {}  # one per checkpoint and chunk budget
     embedders = {
         name: by_encoder.setdefault(
@@ -280,7 +293,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     for cell in args.cells.split(","):
         episodes = cell_episodes(cell, args.split, sizes[cell.split("-")[0]], seed)
         print(f"{cell}: {len(episodes)} questions", flush=True)
-        cells.append(run_cell(cell, episodes, models, embedders))
+        cells.append(run_cell(cell, episodes, models, embedders, searches))
         print_cell(cells[-1])
     result = {
         "benchmark": "general",

@@ -22,6 +22,7 @@ from qrag_integrations.core.compact_scan import EXACT, best_compact, check_scan,
 from qrag_integrations.core.config import PositionMode
 from qrag_integrations.core.errors import QRAGError
 from qrag_integrations.core.index import ChunkIndex
+from qrag_integrations.core.lexical import LexicalRanker, check_depth, fused_best
 from qrag_integrations.core.model import QRAGModel
 from qrag_integrations.core.positions import layout_runs, rotate
 from qrag_integrations.core.scan import (
@@ -68,9 +69,14 @@ class SearchSettings:
     filtered searches scan exactly)."""
     rescore: int = 100
     """Compact scans: candidates per run of equal positions re-scored exactly each step."""
+    lexical_depth: int | None = None
+    """If set, fuse BM25 of the question into every step: the best of this many chunks by Q and
+    this many by BM25, by reciprocal rank (:mod:`~qrag_integrations.core.lexical`; exact
+    scan, in-memory index; needs ``bm25s``)."""
 
     def __post_init__(self) -> None:
         check_scan(self.scan, self.rescore)
+        check_depth(self.lexical_depth)
 
 
 class MultiStepSearcher:
@@ -87,6 +93,7 @@ class MultiStepSearcher:
         self.index = index
         self.settings = settings or SearchSettings()
         self._faiss = FaissPreselector()
+        self._lexical = LexicalRanker()
         self._compact = compact_scanner(
             self.settings.scan, index.device, model.config.position_mode is PositionMode.ABSOLUTE
         )
@@ -197,6 +204,13 @@ class MultiStepSearcher:
         active = [b for b in range(len(queries)) if candidates[b].n > 0]
         question_row: dict[int, int] = {}
         questions = torch.empty(0)
+        depth = self.settings.lexical_depth
+        if depth is not None and not all(isinstance(c, IndexCandidates) for c in candidates):
+            raise QRAGError("lexical fusion (lexical_depth) searches an in-memory index only")
+        words = {
+            b: self._lexical.ranking(candidates[b], queries[b])  # type: ignore[arg-type]
+            for b in (active if depth is not None else [])
+        }
         for step in range(1, k + 1):
             active = [b for b in active if len(picked[b]) < candidates[b].n]
             if not active:
@@ -211,7 +225,12 @@ class MultiStepSearcher:
                         states, questions[[question_row[b] for b in active]]
                     )
             best: list[tuple[int, float, int] | None]
-            if use_faiss:
+            if depth is not None:
+                best = [
+                    fused_best(self, candidates[b], words[b], states[i], picked[b], depth)  # type: ignore[arg-type]
+                    for i, b in enumerate(active)
+                ]
+            elif use_faiss:
                 snap, n = candidates[0].snap, candidates[0].n
                 best = [
                     self._best_faiss(snap, states[i], picked[b], n) for i, b in enumerate(active)

@@ -88,8 +88,7 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
     """Number of search steps = documents returned (fewer if ``stop_threshold`` stops early or
     the index has fewer chunks). Override per call with ``invoke(q, k=2)``."""
     stop_threshold: float | None = None
-    """Stop before a pick whose Q-value is below this (the paper evaluates with 0.5 on trained
-    models); ``None`` always takes ``k`` steps."""
+    """Stop before a pick whose Q-value is below this (``None``: always ``k`` steps)."""
     filter: dict[str, Any] | None = None
     """Default metadata filter ``{"key": value or [values]}``; override per call with ``filter=``."""
     checkpoint: str | None = None
@@ -105,10 +104,11 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
     faiss_candidates: int | None = None
     """Approximate mode for very large indexes: FAISS pre-selects this many candidates per step."""
     scan: str = "exact"
-    """How each step scans the in-memory index: ``"exact"``, or a compact ``"int8"`` / ``"binary"``
-    copy whose best candidates are re-scored exactly (CPU; see ``docs/retriever.md``)."""
+    """``"exact"``, or scan a compact ``"int8"`` / ``"binary"`` copy, re-score exactly (CPU)."""
     rescore: int = Field(default=100, ge=1)
-    """With a compact ``scan``: candidates re-scored exactly per step (more = closer to exact)."""
+    """Compact ``scan``: candidates re-scored exactly per step (see ``docs/retriever.md``)."""
+    lexical_depth: int | None = Field(default=None, ge=1)
+    """Fuse BM25 into every step: best of this many by Q and by BM25 (``docs/retriever.md``)."""
     candidates_per_step: int = Field(default=64, ge=1)
     """Store-backed only (:meth:`from_store`): chunks asked from the store per step and re-scored
     exactly (the search is exact whenever they hold the exact arg-max)."""
@@ -202,7 +202,10 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
                 f"index embedding size {index.embedding_dim} != model embedding size {model.embedding_dim}"
             )
         settings = SearchSettings(
-            faiss_candidates=self.faiss_candidates, scan=self.scan, rescore=self.rescore
+            faiss_candidates=self.faiss_candidates,
+            scan=self.scan,
+            rescore=self.rescore,
+            lexical_depth=self.lexical_depth,
         )
         self._corpus = IndexCorpus(model, index, settings)
         if texts is not None:

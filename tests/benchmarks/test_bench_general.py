@@ -43,10 +43,11 @@ def test_model_specs_take_search_settings(tiny_bert_dir: Path) -> None:
         "question_weight=1",
     )
     assert bench_general._split_settings("packaged:qrag-babi-demo")[0] == "packaged:qrag-babi-demo"
-    model = bench_general.load_with_settings(
-        f"{tiny_bert_dir}:question_weight=0.5,max_chunk_tokens=32"
+    model, search = bench_general.load_with_settings(
+        f"{tiny_bert_dir}:question_weight=0.5,max_chunk_tokens=32,lexical_depth=20"
     )
     assert model.config.question_weight == 0.5 and model.config.max_chunk_tokens == 32
+    assert search.lexical_depth == 20
     with pytest.raises(ValueError, match="unknown search setting 'lr'"):
         bench_general.load_with_settings(f"{tiny_bert_dir}:lr=1")
 

@@ -31,6 +31,7 @@ SETTINGS = (
     "faiss_candidates",
     "scan",
     "rescore",
+    "lexical_depth",
     "device",
     "checkpoint",
 )
@@ -104,6 +105,7 @@ def test_round_trip_keeps_results_and_every_setting(qrag_checkpoint, tmp_path):
         faiss_candidates=5,
         scan="binary",
         rescore=3,
+        lexical_depth=5,
     )
     r.save(tmp_path / "saved")
     loaded = QRAGRetriever.load(tmp_path / "saved")
@@ -115,7 +117,7 @@ def test_round_trip_keeps_results_and_every_setting(qrag_checkpoint, tmp_path):
         loaded.index_dtype == "float16" and loaded.batch_size == 3 and loaded.faiss_candidates == 5
     )
     assert loaded.index.dtype == r.index.dtype
-    assert loaded.scan == "binary" and loaded.rescore == 3
+    assert loaded.scan == "binary" and loaded.rescore == 3 and loaded.lexical_depth == 5
     assert [len(x) for x in got] == [4, 4]
     assert [n.node.node_id for n in loaded.retrieve(QUESTIONS[0])] == [x[0] for x in got[0]]
     # device can be overridden at load time

@@ -11,7 +11,7 @@ import torch
 
 from qrag_integrations.core.index import ChunkIndex
 from qrag_integrations.core.model import QRAGModel, eval_mode
-from qrag_integrations.core.search import MultiStepSearcher
+from qrag_integrations.core.search import MultiStepSearcher, SearchSettings
 from qrag_training.data.episode import Episode
 from qrag_training.metrics import Retrieval
 
@@ -59,6 +59,7 @@ def greedy_retrieve(
     stop_threshold: float | None = None,
     embed_batch_size: int = 128,
     embed: ChunkEmbedder | None = None,
+    settings: SearchSettings | None = None,
 ) -> list[Retrieval]:
     """Greedy multi-step Q-RAG retrieval with the retriever's own search
     (:meth:`MultiStepSearcher.search_each`), ``batch_size`` episodes at a time.
@@ -73,6 +74,7 @@ def greedy_retrieve(
         embed_batch_size: chunks per forward pass when embedding.
         embed: chunk texts -> their embeddings with this model's chunk encoder, instead of
             ``model.embed_chunks`` (e.g. a benchmark's cache of pre-embedded noise sentences).
+        settings: how the search runs (e.g. ``lexical_depth``); default the retriever's.
     """
     embed = embed or _chunk_embedder(model, embed_batch_size)
     results: list[Retrieval] = []
@@ -86,7 +88,7 @@ def greedy_retrieve(
                 index = ChunkIndex(model.embedding_dim, device=model.device)
                 index.add(episode.chunks, emb, ids=[str(i) for i in range(len(episode.chunks))])
                 indexes.append(index)
-            searcher = MultiStepSearcher(model, indexes[0])
+            searcher = MultiStepSearcher(model, indexes[0], settings)
             hits = searcher.search_each([e.question for e in batch], indexes, steps, stop_threshold)
             results += [
                 Retrieval([int(h.chunk.id) for h in row], [h.q_value for h in row]) for row in hits

@@ -1,0 +1,146 @@
+"""Lexical fusion: the policy's Q ranking fused with BM25 of the question at every step.
+
+Each step ranks the ``depth`` best untaken chunks by Q (the state of that step) and the
+``depth`` best untaken chunks by BM25 of the bare question, and picks the best by reciprocal
+rank fusion, ``1 / (60 + rank)`` from each ranking (LangChain's ``EnsembleRetriever`` fuses
+a dense and a BM25 retriever the same way, once). The reported Q-value is the pick's exact Q.
+
+BM25 comes from ``bm25s`` (English stop words; the ``lexical`` extra), one index per snapshot of
+the chunks, built on first use and rebuilt when the chunks change.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+
+from qrag_integrations.core.errors import QRAGError
+from qrag_integrations.core.positions import rotate
+from qrag_integrations.core.scan import score_at_positions
+
+if TYPE_CHECKING:
+    from qrag_integrations.core.candidates import IndexCandidates
+    from qrag_integrations.core.chunks import Snapshot
+    from qrag_integrations.core.search import MultiStepSearcher
+
+#: The constant of reciprocal rank fusion (as in the RRF paper and LangChain's EnsembleRetriever).
+RRF_C = 60
+
+
+def check_depth(depth: int | None) -> None:
+    """Raise :class:`~qrag_integrations.core.errors.QRAGError` unless ``depth`` is ``None`` or
+    an integer >= 1."""
+    if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int) or depth < 1):
+        raise QRAGError(f"lexical_depth must be None or an integer >= 1, got {depth!r}")
+
+
+def _bm25s() -> Any:
+    try:
+        import bm25s
+    except ImportError as err:
+        raise QRAGError(
+            "lexical fusion needs bm25s: pip install 'qrag-integrations[lexical]'"
+        ) from err
+    return bm25s
+
+
+class LexicalRanker:
+    """BM25 rankings of questions over one snapshot's chunk texts (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        # (weak reference to the snapshot's embeddings, bm25s index): a new snapshot has new
+        # embeddings, so a stale index is never used.
+        self._built: tuple[weakref.ref, Any] | None = None
+
+    def ranking(self, cands: IndexCandidates, question: str) -> np.ndarray:
+        """Candidate ranks (document order among ``cands``) with a positive BM25 score for
+        ``question``, best first."""
+        index = self._index(cands.snap)
+        bm25s = _bm25s()
+        tokens = bm25s.tokenize([question], stopwords="en", return_ids=False, show_progress=False)
+        scores = np.asarray(index.get_scores(tokens[0]), dtype=np.float64)
+        if cands.rows is not None:
+            scores = scores[cands.rows]
+        hits = np.flatnonzero(scores > 0)
+        return hits[np.argsort(-scores[hits], kind="stable")]
+
+    def _index(self, snap: Snapshot) -> Any:
+        with self._lock:
+            if self._built is not None and self._built[0]() is snap.embeddings:
+                return self._built[1]
+            bm25s = _bm25s()
+            index = bm25s.BM25()
+            texts = [c.text for c in snap.chunks]
+            index.index(
+                bm25s.tokenize(texts, stopwords="en", show_progress=False), show_progress=False
+            )
+            self._built = (weakref.ref(snap.embeddings), index)
+            return index
+
+
+def top_by_q(
+    searcher: MultiStepSearcher,
+    cands: IndexCandidates,
+    state: torch.Tensor,
+    picked: list[int],
+    depth: int,
+) -> list[tuple[int, float, int]]:
+    """The ``depth`` best untaken ``(rank, Q, position)`` by exact Q, best first."""
+    cfg = searcher.model.config
+    n, emb = cands.n, cands.emb
+    runs = searcher._runs(n, picked)
+    if runs is None:  # absolute positions: every chunk has its own
+        q, positions = score_at_positions(searcher.model, state, emb, np.arange(n), n, picked)
+        parts = [(torch.arange(n), q, torch.from_numpy(positions))]
+    else:
+        parts = []
+        pos = torch.tensor([p for _, _, p in runs])
+        rotated = rotate(state.float().expand(len(runs), -1), pos, cfg.rope_theta, inverse=True)
+        for (lo, hi, p), rot in zip(runs, rotated):
+            q = emb[lo:hi].float() @ rot.to(emb.device)
+            parts.append((torch.arange(lo, hi), q.cpu(), torch.full((hi - lo,), p)))
+    ranks = torch.cat([r for r, _, _ in parts])
+    q = torch.cat([v.float().cpu() for _, v, _ in parts])
+    positions = torch.cat([p for _, _, p in parts])
+    if picked:
+        q[torch.isin(ranks, torch.tensor(picked))] = -torch.inf
+    top = torch.topk(q, min(depth, n - len(picked)))
+    return [
+        (int(ranks[i]), float(q[i]), int(positions[i]))
+        for i in top.indices.tolist()
+        if q[i] > -torch.inf
+    ]
+
+
+def fused_best(
+    searcher: MultiStepSearcher,
+    cands: IndexCandidates,
+    lexical: np.ndarray,
+    state: torch.Tensor,
+    picked: list[int],
+    depth: int,
+) -> tuple[int, float, int] | None:
+    """The pick ``(rank, Q, position)`` of one step by reciprocal rank fusion of the Q ranking
+    and the question's BM25 ranking ``lexical``; ``None`` when nothing is left."""
+    dense = top_by_q(searcher, cands, state, picked, depth)
+    if not dense:
+        return None
+    taken = set(picked)
+    words = [int(r) for r in lexical if int(r) not in taken][:depth]
+    score: dict[int, float] = {}
+    for ranking in ([r for r, _, _ in dense], words):
+        for i, rank in enumerate(ranking):
+            score[rank] = score.get(rank, 0.0) + 1.0 / (RRF_C + i + 1)
+    best = max(score, key=score.__getitem__)  # first of equals: the Q ranking's order
+    known = {r: (r, q, p) for r, q, p in dense}
+    if best in known:
+        return known[best]
+    q, positions = score_at_positions(
+        searcher.model, state, cands.emb[best : best + 1], np.array([best]), cands.n, picked
+    )
+    return best, float(q[0]), int(positions[0])

@@ -1,0 +1,109 @@
+"""Lexical fusion (``lexical_depth``): the search against a brute-force loop of its definition."""
+
+from __future__ import annotations
+
+import bm25s
+import numpy as np
+import pytest
+import torch
+from search_reference import as_tuples, assert_same, brute_force, embed_state
+
+from qrag_integrations.core.errors import QRAGError
+from qrag_integrations.core.index import ChunkIndex
+from qrag_integrations.core.lexical import RRF_C
+from qrag_integrations.core.positions import layout
+from qrag_integrations.core.search import MultiStepSearcher, SearchSettings
+
+WORDS = ["apple", "river", "garden", "kitchen", "football", "office", "milk", "castle"]
+TEXTS = [f"{WORDS[i % 8]} {WORDS[(3 * i + 1) % 8]} note {i}" for i in range(24)]
+QUERIES = ["where is the football", "apple garden", "castle milk river", "nothing matches"]
+
+
+def word_index() -> ChunkIndex:
+    index = ChunkIndex(32)
+    g = torch.Generator().manual_seed(5)
+    metas = [{"doc": "A" if i % 3 else "B"} for i in range(len(TEXTS))]
+    ids = [f"w{i}" for i in range(len(TEXTS))]
+    index.add(TEXTS, torch.randn(len(TEXTS), 32, generator=g), metadatas=metas, ids=ids)
+    return index
+
+
+def reference(model, index, query, k, depth, rows=None):
+    """Per step: exact Q of every candidate at its layout position, the BM25 ranking of the
+    question, reciprocal rank fusion of the top ``depth`` of each (ties: Q order)."""
+    snap = index.snapshot()
+    rows = list(range(len(snap))) if rows is None else rows
+    texts = [snap.chunks[r].text for r in rows]
+    emb = snap.embeddings[rows].float()
+    bm = bm25s.BM25()
+    bm.index(bm25s.tokenize([c.text for c in snap.chunks], stopwords="en", show_progress=False))
+    tokens = bm25s.tokenize([query], stopwords="en", return_ids=False, show_progress=False)[0]
+    scores = np.asarray(bm.get_scores(tokens))[rows]
+    lexical = [int(r) for r in np.argsort(-scores, kind="stable") if scores[r] > 0]
+    cfg, n, picked, out = model.config, len(rows), [], []
+    for step in range(1, min(k, n) + 1):
+        text = model.state_text(query, [texts[r] for r in picked], picked_order=picked)
+        state = embed_state(model, text)
+        if picked:
+            state = (state + cfg.question_weight * embed_state(model, query)) / (
+                1 + cfg.question_weight
+            )
+        pos = layout(cfg.position_mode, n, picked, cfg.relative_step, cfg.relative_span)
+        with torch.no_grad():
+            q = model.q_values(state, emb, torch.from_numpy(pos))[0].clone()
+        q[picked] = -torch.inf
+        dense = [int(r) for r in torch.argsort(q, descending=True, stable=True)[:depth]]
+        dense = [r for r in dense if r not in picked]
+        words = [r for r in lexical if r not in picked][:depth]
+        fused: dict[int, float] = {}
+        for ranking in (dense, words):
+            for i, r in enumerate(ranking):
+                fused[r] = fused.get(r, 0.0) + 1.0 / (RRF_C + i + 1)
+        best = max(fused, key=fused.__getitem__)
+        out.append((snap.chunks[rows[best]].id, step, float(q[best]), int(pos[best])))
+        picked.append(best)
+    return out
+
+
+@pytest.mark.parametrize("mode", ["none", "none-anchored", "relative", "absolute"])
+@pytest.mark.parametrize("depth", [1, 3, 50])
+def test_matches_the_reference(make_model, mode: str, depth: int) -> None:
+    model = make_model(mode)
+    index = word_index()
+    searcher = MultiStepSearcher(model, index, SearchSettings(lexical_depth=depth))
+    for query, hits in zip(QUERIES, searcher.search(QUERIES, k=5)):
+        assert_same(as_tuples(hits), reference(model, index, query, 5, depth))
+
+
+def test_the_lexical_signal_changes_picks_and_no_match_is_the_plain_search(make_model) -> None:
+    model = make_model("none")
+    index = word_index()
+    fused = MultiStepSearcher(model, index, SearchSettings(lexical_depth=3)).search(QUERIES, k=3)
+    plain = MultiStepSearcher(model, index).search(QUERIES, k=3)
+    assert [as_tuples(h) for h in fused[:3]] != [as_tuples(h) for h in plain[:3]]
+    assert_same(as_tuples(fused[3]), brute_force(model, index, QUERIES[3], 3))
+
+
+def test_filters_restrict_both_rankings(make_model) -> None:
+    model = make_model("relative")
+    index = word_index()
+    rows = [i for i in range(len(TEXTS)) if i % 3]
+    searcher = MultiStepSearcher(model, index, SearchSettings(lexical_depth=4))
+    for query, hits in zip(QUERIES, searcher.search(QUERIES, k=4, filter={"doc": "A"})):
+        assert_same(as_tuples(hits), reference(model, index, query, 4, 4, rows=rows))
+
+
+def test_each_index_of_search_each_has_its_own_words(make_model) -> None:
+    model = make_model("none")
+    a, b = word_index(), ChunkIndex(32)
+    b.add(TEXTS[:6], torch.randn(6, 32), ids=[f"x{i}" for i in range(6)])
+    searcher = MultiStepSearcher(model, a, SearchSettings(lexical_depth=2))
+    got = searcher.search_each(QUERIES[:2], [a, b], k=2)
+    assert_same(as_tuples(got[0]), reference(model, a, QUERIES[0], 2, 2))
+    assert_same(as_tuples(got[1]), reference(model, b, QUERIES[1], 2, 2))
+
+
+def test_bad_depth_names_the_problem() -> None:
+    for bad in (0, -1, 2.5, True, "3"):
+        with pytest.raises(QRAGError, match="lexical_depth"):
+            SearchSettings(lexical_depth=bad)  # type: ignore[arg-type]
