@@ -56,26 +56,35 @@ def brute_force(
     chunks = [snap.chunks[r] for r in rows]
     emb = snap.embeddings[rows].float()
     n = len(rows)
-    cfg = model.config
     picked: list[int] = []
     out = []
     for step in range(1, min(k, n) + 1):
-        text = model.state_text(query, [chunks[r].text for r in picked], picked_order=picked)
-        state = embed_state(model, text)
-        if picked:
-            state = (state + cfg.question_weight * embed_state(model, query)) / (
-                1 + cfg.question_weight
-            )
-        pos = layout(cfg.position_mode, n, picked, cfg.relative_step, cfg.relative_span)
-        with torch.no_grad():
-            q = model.q_values(state, emb, torch.from_numpy(pos))[0].clone()
-        q[picked] = -torch.inf
+        q, pos = step_q_values(model, query, [c.text for c in chunks], emb, picked)
         best = int(q.argmax())
         if threshold is not None and float(q[best]) < threshold:
             break
         out.append((chunks[best].id, step, float(q[best]), int(pos[best])))
         picked.append(best)
     return out
+
+
+def step_q_values(
+    model: QRAGModel, query: str, texts: list[str], emb: torch.Tensor, picked: list[int]
+):
+    """One step of the paper's inference: the (anchored) state of ``query`` and the picks, and the
+    exact Q of every chunk at its layout position (picked ones ``-inf``), with the positions."""
+    cfg = model.config
+    text = model.state_text(query, [texts[r] for r in picked], picked_order=picked)
+    state = embed_state(model, text)
+    if picked:
+        state = (state + cfg.question_weight * embed_state(model, query)) / (
+            1 + cfg.question_weight
+        )
+    pos = layout(cfg.position_mode, len(texts), picked, cfg.relative_step, cfg.relative_span)
+    with torch.no_grad():
+        q = model.q_values(state, emb, torch.from_numpy(pos))[0].clone()
+    q[picked] = -torch.inf
+    return q, pos
 
 
 def as_tuples(hits) -> list[tuple[str, int, float, int]]:

@@ -6,12 +6,11 @@ import bm25s
 import numpy as np
 import pytest
 import torch
-from search_reference import as_tuples, assert_same, brute_force, embed_state
+from search_reference import as_tuples, assert_same, brute_force, step_q_values
 
 from qrag_integrations.core.errors import QRAGError
 from qrag_integrations.core.index import ChunkIndex
 from qrag_integrations.core.lexical import RRF_C
-from qrag_integrations.core.positions import layout
 from qrag_integrations.core.search import MultiStepSearcher, SearchSettings
 
 WORDS = ["apple", "river", "garden", "kitchen", "football", "office", "milk", "castle"]
@@ -40,18 +39,9 @@ def reference(model, index, query, k, depth, rows=None):
     tokens = bm25s.tokenize([query], stopwords="en", return_ids=False, show_progress=False)[0]
     scores = np.asarray(bm.get_scores(tokens))[rows]
     lexical = [int(r) for r in np.argsort(-scores, kind="stable") if scores[r] > 0]
-    cfg, n, picked, out = model.config, len(rows), [], []
+    n, picked, out = len(rows), [], []
     for step in range(1, min(k, n) + 1):
-        text = model.state_text(query, [texts[r] for r in picked], picked_order=picked)
-        state = embed_state(model, text)
-        if picked:
-            state = (state + cfg.question_weight * embed_state(model, query)) / (
-                1 + cfg.question_weight
-            )
-        pos = layout(cfg.position_mode, n, picked, cfg.relative_step, cfg.relative_span)
-        with torch.no_grad():
-            q = model.q_values(state, emb, torch.from_numpy(pos))[0].clone()
-        q[picked] = -torch.inf
+        q, pos = step_q_values(model, query, texts, emb, picked)
         dense = [int(r) for r in torch.argsort(q, descending=True, stable=True)[:depth]]
         dense = [r for r in dense if r not in picked]
         words = [r for r in lexical if r not in picked][:depth]
