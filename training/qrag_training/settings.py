@@ -95,6 +95,9 @@ class RunConfig:
     """At the end of the run, compare ``out_dir/best`` with its base encoder (multi-step), dense
     top-k and BM25 on the held-out episodes and give a verdict (:mod:`qrag_training.report`):
     ``out_dir/report.md`` / ``report.json`` and a section of ``best``'s model card."""
+    report_episodes: int = 100_000
+    """Held-out episodes in the end-of-run report, at most (default: every one of a user-sized
+    split; evaluations during the run use ``eval_episodes``)."""
     resume: bool = False
     """Continue from ``out_dir/last``."""
     overwrite: bool = False
@@ -249,6 +252,7 @@ def load_episodes(
     needs_support: bool = True,
     needs_answer: bool = False,
     hash_split: str | None = None,
+    limit: int | None = None,
 ) -> list[Episode]:
     """Load the training pool (``which="train"``) or the held-out episodes (``"eval"``).
 
@@ -263,6 +267,7 @@ def load_episodes(
         needs_answer: drop episodes without a gold answer (likewise).
         hash_split: this hash split (``train``, ``val``, ``eval``) instead of the env's
             ``<which>_hash_split`` (e.g. the end-of-run report's ``env.report_hash_split``).
+        limit: at most this many ``eval`` episodes (default ``run.eval_episodes``).
     """
     if which not in ("train", "eval"):
         raise ValueError(f"which must be train or eval, got {which!r}")
@@ -289,7 +294,7 @@ def load_episodes(
             "an answer-based reward or evaluation (feedback=llm, qrag-eval --reader) needs one",
         )
     if which == "eval":
-        episodes = episodes[: run.eval_episodes]
+        episodes = episodes[: run.eval_episodes if limit is None else limit]
     if not episodes:
         hint = (
             "; a small corpus may leave the validation slice empty: choose on "

@@ -9,6 +9,7 @@ the loop; ``torchrun --nproc_per_node N -m qrag_training.train ...`` runs it dat
 from __future__ import annotations
 
 import contextlib
+import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -32,6 +33,8 @@ def run(cfg: DictConfig, prog: str | None = None) -> dict[str, Any]:
     import transformers
 
     transformers.utils.logging.disable_progress_bar()  # no per-save "Writing shards" bars
+    # the end-of-run BM25 baseline builds one index per question: one "Building index" line each
+    logging.getLogger("bm25s").setLevel(logging.WARNING)
     try:
         with one_line_errors(prog) if prog else contextlib.nullcontext():
             trainer = Trainer(cfg)

@@ -256,7 +256,14 @@ class Trainer:
         episodes = (
             self.eval_episodes
             if same
-            else load_episodes(self.cfg, run, "eval", needs_support=False, hash_split=split)
+            else load_episodes(
+                self.cfg,
+                run,
+                "eval",
+                needs_support=False,
+                hash_split=split,
+                limit=run.report_episodes,
+            )
         )
         chosen_by = f"best {run.checkpoint_metric} on these questions" if same else None
         write_run_report(
