@@ -50,7 +50,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--queries", type=int, default=10, help="questions timed (median)")
     p.add_argument("--k", type=int, default=3, help="search steps (timed)")
     p.add_argument("--scans", default="exact,int8,binary", help="comma-separated scan kinds")
-    p.add_argument("--rescore", type=int, default=100, help="candidates re-scored per step")
+    p.add_argument("--rescore", type=int, default=400, help="candidates re-scored per step")
     p.add_argument("--backends", default="torch,onnx", help="comma-separated encoder backends")
     p.add_argument("--hotpotqa", type=int, default=263, help="HotpotQA val questions (quality)")
     p.add_argument("--noise", type=int, default=20_000, help="real noise chunks (quality)")

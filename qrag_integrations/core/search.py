@@ -67,7 +67,7 @@ class SearchSettings:
     candidates for exact re-scoring: ``"int8"`` / ``"binary"``
     (:mod:`~qrag_integrations.core.compact_scan`; CPU, positions ``none`` or ``relative``;
     filtered searches scan exactly)."""
-    rescore: int = 100
+    rescore: int = 400
     """Compact scans: candidates per run of equal positions re-scored exactly each step."""
     lexical_depth: int | None = None
     """If set, fuse BM25 of the question into every step: the best of this many chunks by Q and

@@ -105,7 +105,7 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
     """Approximate mode for very large indexes: FAISS pre-selects this many candidates per step."""
     scan: str = "exact"
     """``"exact"``, or scan a compact ``"int8"`` / ``"binary"`` copy, re-score exactly (CPU)."""
-    rescore: int = Field(default=100, ge=1)
+    rescore: int = Field(default=400, ge=1)
     """Compact ``scan``: candidates re-scored exactly per step (see ``docs/retriever.md``)."""
     lexical_depth: int | None = Field(default=None, ge=1)
     """Fuse BM25 into every step: best of this many by Q and by BM25 (``docs/retriever.md``)."""
