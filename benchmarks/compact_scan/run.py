@@ -31,7 +31,7 @@ from qrag_training.data.hotpotqa import load_hotpotqa
 
 import qrag_integrations
 from benchmarks.harness import results as harness
-from benchmarks.harness.embedding_cache import cached_chunk_embeddings
+from benchmarks.harness.embedding_cache import CACHE_DIR, cached_chunk_embeddings
 from benchmarks.harness.texts import numbered_questions, shakespeare_lines
 from benchmarks.search.corpus import make_texts, synthetic_index
 from qrag_integrations.core.compact_scan import BYTES_PER_DIMENSION
@@ -57,6 +57,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path)
+    p.add_argument(
+        "--cache", type=Path, default=CACHE_DIR, help="embedding cache of the quality index"
+    )
     return p.parse_args(argv)
 
 
@@ -70,11 +73,11 @@ def median_seconds(fn, queries: Sequence[str]) -> float:
     return statistics.median(times)
 
 
-def quality_index(model, episodes, noise: int, lines: list[str]) -> ChunkIndex:
+def quality_index(model, episodes, noise: int, lines: list[str], cache: Path) -> ChunkIndex:
     """Every paragraph of ``episodes`` (once) plus ``noise`` real text chunks, embedded for real."""
     paragraphs = list(dict.fromkeys(c for e in episodes for c in e.chunks))
     texts = paragraphs + [t for t in make_texts(noise, lines[::7]) if t not in set(paragraphs)]
-    emb, _ = cached_chunk_embeddings(model, texts)
+    emb, _ = cached_chunk_embeddings(model, texts, folder=cache)
     index = ChunkIndex(model.embedding_dim)
     index.add(texts, emb, ids=[str(i) for i in range(len(texts))])
     return index
@@ -125,7 +128,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     gold = [{e.chunks[i] for i in e.support} for e in episodes]
     rows = []
     with torch.inference_mode():
-        pooled = quality_index(models["torch"], episodes, args.noise, lines)
+        pooled = quality_index(models["torch"], episodes, args.noise, lines, args.cache)
         quality_of = {
             b: quality(m, pooled, episodes, gold, scans, args.rescore) for b, m in models.items()
         }
