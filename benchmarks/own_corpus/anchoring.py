@@ -13,11 +13,10 @@ import copy
 from collections.abc import Sequence
 from pathlib import Path
 
-from qrag_training.evaluate import compose_config
 from qrag_training.report import compare_with_baselines
-from qrag_training.settings import load_episodes, run_config_from
 
 from benchmarks.harness import results as harness
+from benchmarks.own_corpus.training import custom_questions
 from qrag_integrations.core.loading import load_model
 from qrag_integrations.core.model import QRAGModel
 
@@ -32,15 +31,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     p.add_argument("--out", type=Path, default=RESULTS / "anchoring_val.json")
     args = p.parse_args(argv)
     harness.set_threads(args.threads)
-    cfg = compose_config(
-        "custom",
-        [
-            f"env.path={args.work / 'squad_val.jsonl'}",
-            "env.eval_hash_split=null",
-            "eval_episodes=100000",
-        ],
-    )
-    episodes = load_episodes(cfg, run_config_from(cfg), "eval")
+    _, episodes = custom_questions(args.work / "squad_val.jsonl", None)
     trained = load_model(str(args.work / "run" / "best")).eval()
     base = QRAGModel.from_base(trained.config).eval()
     reports = {}

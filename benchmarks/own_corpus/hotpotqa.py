@@ -26,12 +26,10 @@ from pathlib import Path
 
 from qrag_training.data.hotpotqa import default_path, paragraph_text
 from qrag_training.data.splits import TRAIN, filter_split
-from qrag_training.evaluate import compose_config
 from qrag_training.report import BaselineReport, checkpoint_report
-from qrag_training.settings import load_episodes, run_config_from
 
 from benchmarks.harness import results as harness
-from benchmarks.own_corpus.training import run_training
+from benchmarks.own_corpus.training import custom_questions, run_training
 from qrag_integrations.core.atomic import write_text_atomic
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -77,17 +75,9 @@ def write_jsonl(path: Path, questions: int) -> int:
 def held_out_report(run_dir: Path, data: Path, threads: int) -> BaselineReport:
     """``best/`` against the baselines on every held-out question of ``data`` (what the run's own
     report does since it stopped capping the report at ``eval_episodes``)."""
-    cfg = compose_config(
-        "custom",
-        [
-            f"env.path={data}",
-            f"env.chunk_size={CHUNK_SIZE}",
-            "env.splitter=sentences",
-            "env.eval_hash_split=eval",
-            "eval_episodes=100000",
-        ],
+    cfg, episodes = custom_questions(
+        data, "eval", f"env.chunk_size={CHUNK_SIZE}", "env.splitter=sentences"
     )
-    episodes = load_episodes(cfg, run_config_from(cfg), "eval")
     harness.set_threads(threads)
     return checkpoint_report(str(run_dir / "best"), cfg, episodes, PICKS, batch_size=32)
 

@@ -23,12 +23,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from qrag_training.data.squad import load_squad_ood
-from qrag_training.evaluate import compose_config
 from qrag_training.report import checkpoint_report
-from qrag_training.settings import load_episodes, run_config_from
 
 from benchmarks.harness import results as harness
-from benchmarks.own_corpus.training import run_training
+from benchmarks.own_corpus.training import custom_questions, run_training
 from qrag_integrations.core.atomic import write_text_atomic
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -93,11 +91,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         *args.overrides,
     ]
     training = run_training(train, run_dir)
-    cfg = compose_config(
-        "custom",
-        [f"env.path={files['heldout']}", "env.eval_hash_split=null", "eval_episodes=100000"],
-    )
-    held_out = load_episodes(cfg, run_config_from(cfg), "eval")
+    cfg, held_out = custom_questions(files["heldout"], None)
     report = checkpoint_report(str(run_dir / "best"), cfg, held_out, PICKS, batch_size=32)
     (h0, h1), (t0, t1), (v0, v1) = SPLITS["heldout"], SPLITS["train"], SPLITS["val"]
     where = (

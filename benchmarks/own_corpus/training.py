@@ -37,3 +37,21 @@ def run_training(overrides: Sequence[str], run_dir: Path) -> dict[str, Any]:
             if "eval/fact_em" in r
         ],
     }
+
+
+def custom_questions(path: Path, split: str | None, *overrides: str) -> tuple[Any, list]:
+    """The composed ``custom`` config for the JSONL ``path`` and all its questions of hash
+    ``split`` (``None``: every line), as the trainer loads held-out questions."""
+    from qrag_training.evaluate import compose_config
+    from qrag_training.settings import load_episodes, run_config_from
+
+    cfg = compose_config(
+        "custom",
+        [
+            f"env.path={path}",
+            f"env.eval_hash_split={'null' if split is None else split}",
+            "eval_episodes=100000",
+            *overrides,
+        ],
+    )
+    return cfg, load_episodes(cfg, run_config_from(cfg), "eval")

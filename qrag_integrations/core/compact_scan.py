@@ -14,8 +14,6 @@ the runs of rows that share a position, and no int8 matrix-vector product exists
 
 from __future__ import annotations
 
-import threading
-import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -23,6 +21,7 @@ import numpy as np
 import torch
 
 from qrag_integrations.core.errors import QRAGError
+from qrag_integrations.core.scan import BuiltFor
 
 EXACT, INT8, BINARY = "exact", "int8", "binary"
 #: The scan kinds: ``"exact"`` (float32, the default), ``"int8"`` and ``"binary"``.
@@ -48,10 +47,7 @@ class CompactScanner:
         if kind not in (INT8, BINARY):
             raise QRAGError(f"a compact scan is {INT8!r} or {BINARY!r}, got {kind!r}")
         self.kind = kind
-        self._lock = threading.Lock()
-        # (weak reference to the embeddings it was built from, index): a weakref cannot be
-        # confused with a later tensor the way a reused id() could.
-        self._built: tuple[weakref.ref, Any] | None = None
+        self._slot = BuiltFor()
 
     def candidates(self, emb: torch.Tensor, states: torch.Tensor, lo: int, hi: int, want: int):
         """Rows of ``emb[lo:hi]`` that the compact copy scores best for each state.
@@ -68,7 +64,7 @@ class CompactScanner:
         """
         import faiss
 
-        index = self._index(emb)
+        index = self._slot.get(emb, lambda: self._build(emb))
         params = faiss.SearchParameters(sel=faiss.IDSelectorRange(lo, hi))
         queries = states.detach().float().cpu().numpy()
         if self.kind == BINARY:
@@ -76,27 +72,23 @@ class CompactScanner:
         _, rows = index.search(queries, want, params=params)
         return rows
 
-    def _index(self, emb: torch.Tensor) -> Any:
-        with self._lock:
-            if self._built is not None and self._built[0]() is emb:
-                return self._built[1]
-            import faiss
+    def _build(self, emb: torch.Tensor) -> Any:
+        import faiss
 
-            vectors = np.ascontiguousarray(emb.detach().float().cpu().numpy())
-            dim = vectors.shape[1]
-            if self.kind == BINARY:
-                if dim % 8:
-                    raise QRAGError(f"a binary scan needs a dimension divisible by 8, got {dim}")
-                index = faiss.IndexBinaryFlat(dim)
-                index.add(np.packbits(vectors > 0, axis=1))
-            else:
-                index = faiss.IndexScalarQuantizer(
-                    dim, faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT
-                )
-                index.train(vectors)
-                index.add(vectors)
-            self._built = (weakref.ref(emb), index)
+        vectors = np.ascontiguousarray(emb.detach().float().cpu().numpy())
+        dim = vectors.shape[1]
+        if self.kind == BINARY:
+            if dim % 8:
+                raise QRAGError(f"a binary scan needs a dimension divisible by 8, got {dim}")
+            index = faiss.IndexBinaryFlat(dim)
+            index.add(np.packbits(vectors > 0, axis=1))
             return index
+        index = faiss.IndexScalarQuantizer(
+            dim, faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT
+        )
+        index.train(vectors)
+        index.add(vectors)
+        return index
 
 
 def rescore_best(

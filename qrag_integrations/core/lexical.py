@@ -11,20 +11,17 @@ the chunks, built on first use and rebuilt when the chunks change.
 
 from __future__ import annotations
 
-import threading
-import weakref
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 
 from qrag_integrations.core.errors import QRAGError
-from qrag_integrations.core.positions import rotate
-from qrag_integrations.core.scan import score_at_positions
+from qrag_integrations.core.scan import BuiltFor, score_at_positions
 
 if TYPE_CHECKING:
     from qrag_integrations.core.candidates import IndexCandidates
-    from qrag_integrations.core.chunks import Snapshot
     from qrag_integrations.core.search import MultiStepSearcher
 
 #: The constant of reciprocal rank fusion (as in the RRF paper and LangChain's EnsembleRetriever).
@@ -48,39 +45,39 @@ def _bm25s() -> Any:
     return bm25s
 
 
+def bm25_index(texts: Sequence[str]) -> Any:
+    """A ``bm25s`` index of ``texts`` (English stop words), as every BM25 of ours is built."""
+    bm25s = _bm25s()
+    index = bm25s.BM25()
+    index.index(
+        bm25s.tokenize(list(texts), stopwords="en", show_progress=False), show_progress=False
+    )
+    return index
+
+
+def bm25_query(question: str) -> list[list[str]]:
+    """``question``'s tokens for :func:`bm25_index`'s indexes (a batch of one)."""
+    return _bm25s().tokenize([question], stopwords="en", return_ids=False, show_progress=False)
+
+
 class LexicalRanker:
     """BM25 rankings of questions over one snapshot's chunk texts (thread-safe)."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        # (weak reference to the snapshot's embeddings, bm25s index): a new snapshot has new
-        # embeddings, so a stale index is never used.
-        self._built: tuple[weakref.ref, Any] | None = None
+        # keyed by the snapshot's embeddings: a new snapshot has new ones, so a stale index is
+        # never used
+        self._slot = BuiltFor()
 
     def ranking(self, cands: IndexCandidates, question: str) -> np.ndarray:
         """Candidate ranks (document order among ``cands``) with a positive BM25 score for
         ``question``, best first."""
-        index = self._index(cands.snap)
-        bm25s = _bm25s()
-        tokens = bm25s.tokenize([question], stopwords="en", return_ids=False, show_progress=False)
-        scores = np.asarray(index.get_scores(tokens[0]), dtype=np.float64)
+        snap = cands.snap
+        index = self._slot.get(snap.embeddings, lambda: bm25_index([c.text for c in snap.chunks]))
+        scores = np.asarray(index.get_scores(bm25_query(question)[0]), dtype=np.float64)
         if cands.rows is not None:
             scores = scores[cands.rows]
         hits = np.flatnonzero(scores > 0)
         return hits[np.argsort(-scores[hits], kind="stable")]
-
-    def _index(self, snap: Snapshot) -> Any:
-        with self._lock:
-            if self._built is not None and self._built[0]() is snap.embeddings:
-                return self._built[1]
-            bm25s = _bm25s()
-            index = bm25s.BM25()
-            texts = [c.text for c in snap.chunks]
-            index.index(
-                bm25s.tokenize(texts, stopwords="en", show_progress=False), show_progress=False
-            )
-            self._built = (weakref.ref(snap.embeddings), index)
-            return index
 
 
 def top_by_q(
@@ -91,7 +88,6 @@ def top_by_q(
     depth: int,
 ) -> list[tuple[int, float, int]]:
     """The ``depth`` best untaken ``(rank, Q, position)`` by exact Q, best first."""
-    cfg = searcher.model.config
     n, emb = cands.n, cands.emb
     runs = searcher._runs(n, picked)
     if runs is None:  # absolute positions: every chunk has its own
@@ -99,8 +95,7 @@ def top_by_q(
         parts = [(torch.arange(n), q, torch.from_numpy(positions))]
     else:
         parts = []
-        pos = torch.tensor([p for _, _, p in runs])
-        rotated = rotate(state.float().expand(len(runs), -1), pos, cfg.rope_theta, inverse=True)
+        rotated = searcher._rotated_states(state.float()[None], [p for _, _, p in runs])[:, 0]
         for (lo, hi, p), rot in zip(runs, rotated):
             q = emb[lo:hi].float() @ rot.to(emb.device)
             parts.append((torch.arange(lo, hi), q.cpu(), torch.full((hi - lo,), p)))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import torch
@@ -21,6 +21,8 @@ from qrag_integrations.core.positions import positions_at
 if TYPE_CHECKING:
     from qrag_integrations.core.chunks import Snapshot
     from qrag_integrations.core.model import QRAGModel
+
+T = TypeVar("T")
 
 
 def score_dtype(emb: torch.Tensor) -> torch.dtype:
@@ -87,38 +89,52 @@ def score_at_positions(
     return model.rotate_chunks(vectors.float(), pos_t) @ state.to(vectors.device).float(), positions
 
 
+class BuiltFor:
+    """One structure built from a tensor on first use and rebuilt when asked for another tensor
+    (thread-safe): the FAISS, compact-scan and BM25 indexes over a snapshot."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        # (weak reference to the tensor it was built from, structure): a weakref cannot be
+        # confused with a later tensor the way a reused id() could.
+        self._built: tuple[weakref.ref, Any] | None = None
+
+    def get(self, key: torch.Tensor, build: Callable[[], T]) -> T:
+        """The structure built for ``key``; ``build()`` makes it when ``key`` is new."""
+        with self._lock:
+            if self._built is not None and self._built[0]() is key:
+                return self._built[1]
+            value = build()
+            self._built = (weakref.ref(key), value)
+            return value
+
+
 class FaissPreselector:
     """A FAISS inner-product index over a snapshot's unrotated embeddings, built on first use
     and rebuilt when the snapshot's embeddings change (thread-safe)."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        # (weak reference to the embeddings it was built from, index); a weakref cannot be
-        # confused with a later tensor the way a reused id() could.
-        self._built: tuple[weakref.ref, Any] | None = None
+        self._slot = BuiltFor()
 
     def candidates(
         self, snap: Snapshot, state: torch.Tensor, want: int, factory: str
     ) -> np.ndarray:
         """Ranks of the ``want`` rows with the largest unrotated inner product (``-1`` = none),
         from an index made by the ``faiss.index_factory`` string ``factory``."""
-        index = self._index(snap, factory)
+        index = self._slot.get(snap.embeddings, lambda: _faiss_index(snap, factory))
         _, cand = index.search(state.detach().cpu().numpy()[None].astype(np.float32), want)
         return cand[0]
 
-    def _index(self, snap: Snapshot, factory: str) -> Any:
-        with self._lock:
-            if self._built is not None and self._built[0]() is snap.embeddings:
-                return self._built[1]
-            import faiss
 
-            vectors = snap.embeddings.detach().float().cpu().numpy()
-            index = faiss.index_factory(vectors.shape[1], factory, faiss.METRIC_INNER_PRODUCT)
-            if not index.is_trained:
-                index.train(vectors)
-            index.add(vectors)
-            self._built = (weakref.ref(snap.embeddings), index)
-            return index
+def _faiss_index(snap: Snapshot, factory: str) -> Any:
+    import faiss
+
+    vectors = snap.embeddings.detach().float().cpu().numpy()
+    index = faiss.index_factory(vectors.shape[1], factory, faiss.METRIC_INNER_PRODUCT)
+    if not index.is_trained:
+        index.train(vectors)
+    index.add(vectors)
+    return index
 
 
 def update_best(

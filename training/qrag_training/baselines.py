@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 import torch
 
 from qrag_integrations.core.index import ChunkIndex
+from qrag_integrations.core.lexical import bm25_index, bm25_query
 from qrag_integrations.core.model import QRAGModel, eval_mode
 from qrag_integrations.core.search import MultiStepSearcher, SearchSettings
 from qrag_training.data.episode import Episode
@@ -123,29 +124,15 @@ def dense_retrieve(
     return results
 
 
-def _bm25_index(texts: Sequence[str]):
-    """A ``bm25s`` index of ``texts`` (English stop words)."""
-    import bm25s
-
-    retriever = bm25s.BM25()
-    retriever.index(
-        bm25s.tokenize(list(texts), stopwords="en", show_progress=False), show_progress=False
-    )
-    return retriever
-
-
 def _bm25_top(retriever, question: str, k: int, n: int) -> Retrieval:
-    """BM25 top-``min(k, n)`` of one question in an index of ``n`` texts."""
-    import bm25s
-
-    query = bm25s.tokenize([question], stopwords="en", return_ids=False, show_progress=False)
-    docs, scores = retriever.retrieve(query, k=min(k, n), show_progress=False)
+    """BM25 top-``min(k, n)`` of one question in an index of ``n`` texts (:func:`bm25_index`)."""
+    docs, scores = retriever.retrieve(bm25_query(question), k=min(k, n), show_progress=False)
     return Retrieval([int(i) for i in docs[0]], [float(s) for s in scores[0]])
 
 
 def bm25_retrieve(episodes: Sequence[Episode], k: int) -> list[Retrieval]:
     """Single-step BM25 top-``k`` over each episode's chunks (``bm25s``, English stop words)."""
-    return [_bm25_top(_bm25_index(e.chunks), e.question, k, len(e.chunks)) for e in episodes]
+    return [_bm25_top(bm25_index(e.chunks), e.question, k, len(e.chunks)) for e in episodes]
 
 
 # -- one pool of texts for every question ---------------------------------------------------------
@@ -206,5 +193,5 @@ def dense_retrieve_pooled(
 
 def bm25_retrieve_pooled(questions: Sequence[str], texts: Sequence[str], k: int) -> list[Retrieval]:
     """Single-step BM25 top-``k`` of every question over one index of all ``texts``."""
-    retriever = _bm25_index(texts)
+    retriever = bm25_index(texts)
     return [_bm25_top(retriever, q, k, len(texts)) for q in questions]
