@@ -1,5 +1,5 @@
-"""Next-hop training speed on ~40-chunk questions: today's step vs the frozen-layer cache and
-sampled negatives, side by side in one run (issue "Your own corpus": >= 5x updates per second).
+"""Next-hop training speed on ~40-chunk questions: today's step vs the frozen-layer cache, sampled
+negatives and bfloat16 autocast (fast on CPUs with AVX512-BF16 / AMX), side by side in one run (issue "Your own corpus": >= 5x updates per second).
 
 Questions: SQuAD v2.0 dev articles 0-11 (file order; out-of-domain validation data, never shipped),
 one article per episode (its ~40 paragraphs are the chunks, the question's paragraph the support),
@@ -28,6 +28,7 @@ from qrag_training.next_hop import NextHopConfig, NextHopLearner
 from benchmarks.harness import results as harness
 from qrag_integrations.core.config import QRAGConfig
 from qrag_integrations.core.model import QRAGModel
+from qrag_integrations.core.precision import bf16_is_fast
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -39,6 +40,12 @@ VARIANTS = {
         "frozen_cache_mb": 2048,
         "hard_negatives": 8,
         "random_negatives": 4,
+    },
+    "cache + negatives + bf16 autocast": {
+        "frozen_cache_mb": 2048,
+        "hard_negatives": 8,
+        "random_negatives": 4,
+        "autocast": "bf16",
     },
 }
 
@@ -102,6 +109,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         "command": harness.command_line(list(argv) if argv is not None else None),
         "code": harness.code_version(),
         "machine": harness.machine_info(args.threads, "cpu"),
+        "bf16_is_fast": bf16_is_fast("cpu"),
         "questions": len(stream),
         "mean_chunks_per_question": statistics.mean(chunks),
         "variants": rows,

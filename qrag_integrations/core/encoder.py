@@ -86,11 +86,16 @@ class MeanPoolEncoder(nn.Module):
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         """Embed a batch of tokenized texts: ``(B, T) -> (B, D)``."""
         hidden = self.model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        # pooled in float32 (a bfloat16 sum over 256 tokens loses digits under autocast), returned
+        # in the weights' dtype: float32 under autocast, half for a half-precision model
+        hidden = hidden.float()
         mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
         pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)
         if self.normalize:
-            return torch.nn.functional.normalize(pooled, dim=-1)
-        return pooled / self.output_scale
+            pooled = torch.nn.functional.normalize(pooled, dim=-1)
+        else:
+            pooled = pooled / self.output_scale
+        return pooled.to(next(self.model.parameters()).dtype)
 
     @property
     def max_positions(self) -> int | None:

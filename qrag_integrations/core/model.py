@@ -20,8 +20,9 @@ from qrag_integrations.core.checkpoint import save_pretrained
 from qrag_integrations.core.config import PositionMode, QRAGConfig, StateOrder
 from qrag_integrations.core.encoder import MeanPoolEncoder, load_base
 from qrag_integrations.core.errors import QRAGError
-from qrag_integrations.core.onnx_backend import BACKENDS, OnnxEncoder, onnx_encoder
+from qrag_integrations.core.onnx_backend import BACKENDS, QUANTIZE_OF, OnnxEncoder, onnx_encoder
 from qrag_integrations.core.positions import rotate
+from qrag_integrations.core.precision import AutocastEncoder
 
 
 @contextlib.contextmanager
@@ -62,7 +63,7 @@ class QRAGModel(nn.Module):
         self.chunk_encoder = chunk_encoder
         self.tokenizer = tokenizer
         self.apply_trainable_layers()
-        self._inference: dict[str, OnnxEncoder] | None = None
+        self._inference: dict[str, OnnxEncoder | AutocastEncoder] | None = None
 
     @classmethod
     def from_base(
@@ -168,21 +169,38 @@ class QRAGModel(nn.Module):
         quantize: str | None = None,
         cache_dir: str | os.PathLike[str] | bool | None = None,
     ) -> None:
-        """Encode for inference with ``backend``: ``"torch"`` (default) or ``"onnx"`` (ONNX
-        Runtime on the CPU, optionally ``quantize="int8"``; exported once and cached:
-        :mod:`qrag_integrations.core.onnx_backend`) in :meth:`embed_chunks` and, when gradients
-        are off, :meth:`embed_states`; training never sets it.
+        """Encode for inference with ``backend`` in :meth:`embed_chunks` and, when gradients are
+        off, :meth:`embed_states`; training never sets it.
+
+        Args:
+            backend: ``"torch"`` (default) or ``"onnx"`` (ONNX Runtime on the CPU; exported once
+                and cached: :mod:`qrag_integrations.core.onnx_backend`).
+            quantize: ``None`` (float32); with ``onnx``, ``"int8"`` (dynamic int8 weights); with
+                ``torch``, ``"bf16"`` (bfloat16 autocast: :mod:`qrag_integrations.core.precision`,
+                faster only where :func:`~qrag_integrations.core.precision.bf16_is_fast`).
+            cache_dir: where ONNX exports are kept.
 
         Raises:
-            QRAGError: an unknown backend or quantization, ``onnx`` off the CPU, or onnxruntime
-                missing.
+            QRAGError: an unknown backend, a quantization the backend does not offer, ``onnx``
+                off the CPU, or onnxruntime missing.
         """
         if backend not in BACKENDS:
             raise QRAGError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+        offered = QUANTIZE_OF[backend]
+        if quantize not in offered:
+            raise QRAGError(
+                f"quantize with backend={backend!r} must be one of "
+                f"{', '.join(repr(q) for q in offered)}, got {quantize!r}"
+            )
         if backend == "torch":
-            if quantize is not None:
-                raise QRAGError("quantize applies to backend='onnx'")
-            self._inference = None
+            self._inference = (
+                None
+                if quantize is None
+                else {
+                    "state": AutocastEncoder(self.state_encoder),
+                    "chunk": AutocastEncoder(self.chunk_encoder),
+                }
+            )
             return
         if self.device.type != "cpu":
             raise QRAGError(f"backend='onnx' runs on the CPU; this model is on {self.device}")

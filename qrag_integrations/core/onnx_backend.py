@@ -36,6 +36,8 @@ logger = logging.getLogger(__name__)
 
 BACKENDS = ("torch", "onnx")
 QUANTIZE = (None, "int8")
+#: The ``quantize`` values each backend offers (``bf16``: torch autocast, core/precision.py).
+QUANTIZE_OF = {"torch": (None, "bf16"), "onnx": QUANTIZE}
 ONNX_FILE, MANIFEST_FILE = "encoder.onnx", "qrag-onnx.json"
 ENTRY_FORMAT, ENTRY_VERSION = "qrag-onnx-encoder", 1
 ENTRY = SaveKind(

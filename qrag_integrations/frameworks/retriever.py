@@ -115,7 +115,7 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
     backend: str = "torch"
     """Encoder runtime for search and indexing: ``"torch"`` or ``"onnx"`` (CPU; ``onnx`` extra)."""
     quantize: str | None = None
-    """With ``backend="onnx"``: ``"int8"`` (dynamic int8 weights) or ``None`` (fp32)."""
+    """``None`` (float32), ``"int8"`` (``onnx``: int8 weights) or ``"bf16"`` (``torch`` autocast)."""
     check_exact: bool = False
     """Store-backed only: also score every matching chunk each step to count in :attr:`stats` how
     often the exact arg-max was among the candidates (costly: for evaluation)."""

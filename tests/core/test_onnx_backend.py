@@ -89,10 +89,12 @@ def entries(root: Path) -> list[Path]:
 def test_bad_settings_are_refused(model: QRAGModel, tmp_path: Path) -> None:
     with pytest.raises(QRAGError, match="backend must be one of torch, onnx"):
         model.set_backend("openvino")
-    with pytest.raises(QRAGError, match="quantize applies to backend='onnx'"):
+    with pytest.raises(QRAGError, match="backend='torch' must be one of None, 'bf16', got 'int8'"):
         model.set_backend("torch", quantize="int8")
-    with pytest.raises(QRAGError, match="quantize must be None or 'int8'"):
+    with pytest.raises(QRAGError, match="backend='onnx' must be one of None, 'int8', got 'int4'"):
         model.set_backend("onnx", quantize="int4", cache_dir=tmp_path)
+    with pytest.raises(QRAGError, match="backend='onnx' must be one of None, 'int8', got 'bf16'"):
+        model.set_backend("onnx", quantize="bf16", cache_dir=tmp_path)
 
 
 def test_the_retriever_finds_the_same_chunks(

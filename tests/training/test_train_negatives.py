@@ -73,6 +73,22 @@ def test_the_cache_changes_nothing_but_the_cost(tiny_bert_dir: Path) -> None:
     assert cached.chunk_cache.misses == 24 and cached.chunk_cache.hits == 24  # step 2: all cached
 
 
+def test_bf16_autocast_keeps_the_cached_sampled_step_close(tiny_bert_dir: Path) -> None:
+    model = QRAGModel.from_base(
+        QRAGConfig(base_model=str(tiny_bert_dir), trainable_layers=1, normalize=True)
+    )
+    fast = dict(frozen_cache_mb=64, hard_negatives=2, random_negatives=1, in_batch_negatives=False)
+    plain, bf16 = learner(model, **fast), learner(model, autocast="bf16", **fast)
+    feed_a, feed_b = iter(episodes()), iter(episodes())
+    a = plain.step(lambda: next(feed_a))
+    b = bf16.step(lambda: next(feed_b))
+    assert bf16.bf16 and b["loss"] == pytest.approx(a["loss"], rel=0.05)
+    # weights and optimiser state stay float32
+    assert all(p.dtype == torch.float32 for p in bf16.model.parameters())
+    moments = [v for state in bf16.optimizer.state.values() for v in state.values()]
+    assert all(m.dtype == torch.float32 for m in moments if m.dim() > 0)
+
+
 def test_sampled_negatives_shrink_the_step(tiny_bert_dir: Path) -> None:
     model = QRAGModel.from_base(
         QRAGConfig(base_model=str(tiny_bert_dir), trainable_layers=1, normalize=True)

@@ -82,7 +82,8 @@ def _episodes() -> list[Episode]:
     return out
 
 
-def test_learner_step_lowers_the_loss_and_counts(tiny_bert_dir: Path) -> None:
+@pytest.mark.parametrize("autocast", [None, "bf16"])
+def test_learner_step_lowers_the_loss_and_counts(tiny_bert_dir: Path, autocast: str | None) -> None:
     torch.manual_seed(0)
     model = QRAGModel.from_base(
         QRAGConfig(base_model=str(tiny_bert_dir), trainable_layers=1)
@@ -95,8 +96,10 @@ def test_learner_step_lowers_the_loss_and_counts(tiny_bert_dir: Path) -> None:
         total_updates=30,
         dropout=False,
         in_batch_negatives=False,
+        autocast=autocast,
     )
     learner = NextHopLearner(model, cfg, seed=0)
+    assert learner.bf16 == (autocast == "bf16")
     episodes = _episodes()
     it = iter(episodes * 100)
     losses = [learner.step(lambda: next(it))["loss"] for _ in range(25)]
@@ -110,6 +113,21 @@ def test_learner_step_lowers_the_loss_and_counts(tiny_bert_dir: Path) -> None:
     assert learner.target_tensors() == {}
     with pytest.raises(ValueError, match="no target tensors"):
         learner.load_target_tensors({"target_x": torch.zeros(1)})
+
+
+def test_autocast_setting_is_checked_and_auto_follows_the_machine(
+    tiny_bert_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(ValueError, match="autocast must be null, bf16 or auto, got 'fp8'"):
+        NextHopConfig(autocast="fp8")
+    from qrag_integrations.core import precision
+
+    cpu = torch.device("cpu")
+    monkeypatch.setattr(precision, "_cpu_flags", lambda: frozenset({"avx512_bf16"}))
+    assert NextHopConfig(autocast="auto").bf16_on(cpu)
+    monkeypatch.setattr(precision, "_cpu_flags", lambda: frozenset({"avx2"}))
+    assert not NextHopConfig(autocast="auto").bf16_on(cpu)
+    assert NextHopConfig(autocast="bf16").bf16_on(cpu) and not NextHopConfig().bf16_on(cpu)
 
 
 def test_in_batch_negatives_need_unrotated_chunks(tiny_bert_dir: Path) -> None:

@@ -97,8 +97,10 @@ def agent_and_envs(tiny_bert_dir, **config):
     return model, agent, venv
 
 
-def test_agent_learns_and_updates_targets(tiny_bert_dir):
-    model, agent, venv = agent_and_envs(tiny_bert_dir)
+@pytest.mark.parametrize("autocast", [None, "bf16"])
+def test_agent_learns_and_updates_targets(tiny_bert_dir, autocast):
+    model, agent, venv = agent_and_envs(tiny_bert_dir, autocast=autocast)
+    assert agent.bf16 == (autocast == "bf16")
     before = {k: v.clone() for k, v in agent.target_tensors().items()}
     frozen = model.state_encoder.model.embeddings.word_embeddings.weight.clone()
     for _ in range(3):

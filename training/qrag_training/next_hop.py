@@ -26,6 +26,7 @@ from qrag_integrations.core.config import PositionMode
 from qrag_integrations.core.encoder import MeanPoolEncoder, load_base
 from qrag_integrations.core.model import QRAGModel
 from qrag_integrations.core.positions import layout
+from qrag_integrations.core.precision import bf16_autocast
 from qrag_training.data.episode import Episode
 from qrag_training.distributed import DistContext
 from qrag_training.frozen_cache import FrozenLayerCache
@@ -242,6 +243,8 @@ class NextHopLearner:
         """Output of the chunk encoder's frozen layers per text (``None``: off)."""
         self.sampler = self._sampler() if config.hard_negatives is not None else None
         """Shrinks each step's episodes to sampled negatives (``None``: every chunk)."""
+        self.bf16 = config.bf16_on(model.device)
+        """Encoder passes in bfloat16 autocast (``config.autocast``)."""
 
     def _sampler(self) -> NegativeSampler:
         model, c, cfg = self.model, self.config, self.model.config
@@ -267,7 +270,8 @@ class NextHopLearner:
         c, model = self.config, self.model
         episodes = [next_episode() for _ in range(c.questions_per_step)]
         if self.sampler is not None:
-            episodes = self.sampler(episodes, self.rng)
+            with bf16_autocast(model.device, self.bf16):
+                episodes = self.sampler(episodes, self.rng)
         states = hop_states([e.support for e in episodes], c.states_per_question, self.rng)
         if not states:
             raise ValueError("no training episode in this step has supporting chunks")
@@ -276,11 +280,6 @@ class NextHopLearner:
         total = int(offsets[-1])
         model.train(c.dropout)
         texts_of_step = [t for e in episodes for t in e.chunks]
-        chunk_emb = (
-            self.chunk_cache.embed(texts_of_step)
-            if self.chunk_cache is not None
-            else model.embed_chunks_grad(texts_of_step)
-        )
         texts = [
             model.state_text(
                 episodes[s.episode].question,
@@ -289,7 +288,13 @@ class NextHopLearner:
             )
             for s in states
         ]
-        state_emb = model.embed_states(texts)
+        with bf16_autocast(model.device, self.bf16):
+            chunk_emb = (
+                self.chunk_cache.embed(texts_of_step)
+                if self.chunk_cache is not None
+                else model.embed_chunks_grad(texts_of_step)
+            )
+            state_emb = model.embed_states(texts)
         available = torch.zeros(len(states), total, dtype=torch.bool, device=model.device)
         positive = torch.zeros_like(available)
         positions = torch.zeros(len(states), total, dtype=torch.long, device=model.device)

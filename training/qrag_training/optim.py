@@ -8,6 +8,11 @@ from typing import Any
 
 import torch
 
+from qrag_integrations.core.precision import bf16_is_fast
+
+#: Values of :attr:`OptimConfig.autocast`.
+AUTOCAST = (None, "bf16", "auto")
+
 
 @dataclass
 class OptimConfig:
@@ -37,9 +42,20 @@ class OptimConfig:
     """Encoders in training mode (dropout on) for the loss forward; acting is always in eval mode."""
     embed_batch_size: int = 128
     """Chunks per forward pass when embedding episodes' chunks."""
+    autocast: str | None = None
+    """The encoder passes of the loss forward (and the next-hop learner's negative mining) in
+    bfloat16 autocast: ``"bf16"``, ``"auto"`` (bf16 where it is faster: a CPU with AVX512-BF16 /
+    AMX or a bf16 GPU, :func:`~qrag_integrations.core.precision.bf16_is_fast`) or ``None``
+    (float32). Weights, Q-values, losses and the optimiser stay float32."""
 
     def __post_init__(self) -> None:
         self.betas = (float(self.betas[0]), float(self.betas[1]))
+        if self.autocast not in AUTOCAST:
+            raise ValueError(f"autocast must be null, bf16 or auto, got {self.autocast!r}")
+
+    def bf16_on(self, device: torch.device) -> bool:
+        """Whether the encoder passes run in bfloat16 autocast on ``device``."""
+        return self.autocast == "bf16" or (self.autocast == "auto" and bf16_is_fast(device))
 
 
 def lr_factor(update: int, warmup: int, total: int, final_ratio: float = 0.0) -> float:

@@ -30,6 +30,7 @@ import torch.nn.functional as F
 
 from qrag_integrations.core.encoder import MeanPoolEncoder
 from qrag_integrations.core.model import QRAGModel, eval_mode
+from qrag_integrations.core.precision import bf16_autocast
 from qrag_training.distributed import DistContext
 from qrag_training.env import FinalObservation, VectorEnv
 from qrag_training.optim import (
@@ -136,6 +137,8 @@ class PQNAgent:
         self.env_steps = 0
         """Environment transitions collected, over all ranks (``learning_start`` counts these)."""
         self.alpha = self._annealed_alpha()
+        self.bf16 = config.bf16_on(model.device)
+        """Encoder passes of the loss forward in bfloat16 autocast (``config.autocast``)."""
 
     # -- schedule -------------------------------------------------------------------------------
     @property
@@ -322,10 +325,10 @@ class PQNAgent:
         total, q_sum = 0.0, 0.0
         for start in range(0, n, size):
             sl = slice(start, start + size)
-            state = self.model.embed_states(texts[sl])
-            chunk = self.model.rotate_chunks(
-                self.model.embed_chunks_grad(chunks[sl]), positions[sl]
-            )
+            with bf16_autocast(self.model.device, self.bf16):
+                state = self.model.embed_states(texts[sl])
+                chunk_emb = self.model.embed_chunks_grad(chunks[sl])
+            chunk = self.model.rotate_chunks(chunk_emb, positions[sl])
             q1, q2 = self.model.twin_q(state, chunk.unsqueeze(1))
             q1, q2 = q1[:, 0].float(), q2[:, 0].float()
             g = targets[sl]
