@@ -37,6 +37,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--reps", type=int, default=3, help="repetitions per measurement (median)")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--quantize",
+        choices=["bf16"],
+        help="encoders under bfloat16 autocast (torch backend), both ways",
+    )
     p.add_argument("--out", type=Path, default=RESULTS / "batch_search.json")
     return p.parse_args(argv)
 
@@ -51,6 +56,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
     args = parse_args(argv)
     harness.set_threads(args.threads)
     model = qrag_integrations.load_model().eval()
+    if args.quantize:
+        model.set_backend("torch", args.quantize)
     index = synthetic_index(model, args.size, args.seed, shakespeare_lines())
     searcher = MultiStepSearcher(model, index)
     sizes = [int(b) for b in args.batches.split(",") if b]
@@ -91,6 +98,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         **harness.provenance(argv, args.threads),
         "model": model.config.base_model,
         "position_mode": model.config.position_mode.value,
+        "quantize": args.quantize,
         "size": args.size,
         "k": args.k,
         "reps": args.reps,

@@ -5,10 +5,11 @@ the held-out bucket at the end of the run), then the run's own ``report.json``.
 
 Data: HotpotQA dev (distractor) questions of our ``train`` hash split (buckets 1-4 minus the
 validation slice; bucket 0 and the validation slice, which steer and report the shipped
-checkpoints, are never read), first ``--questions`` in file order. Each paragraph is a document
+checkpoints, are never read), ``--questions`` in file order. Each paragraph is a document
 (``id`` = ``title`` = its Wikipedia title, ``text`` = ``"<title>: <sentences>"`` as in
 the HotpotQA loader); ``support_text`` = the
-supporting-fact sentences. The custom split then groups lines that share a paragraph title
+supporting-fact sentences (``--skip N`` starts after the first N: a second sample whose held-out
+side no earlier run has read). The custom split then groups lines that share a paragraph title
 (``group_by=auto``), so no paragraph is on both sides. Nothing trained here is shipped.
 
 This corpus is confirmation, not steering: the preset's settings were chosen on SQuAD
@@ -62,11 +63,12 @@ def custom_line(record: dict) -> str:
     )
 
 
-def write_jsonl(path: Path, questions: int) -> int:
-    """The first ``questions`` records of HotpotQA's ``train`` split as custom JSONL."""
+def write_jsonl(path: Path, questions: int, skip: int = 0) -> int:
+    """``questions`` records of HotpotQA's ``train`` split after its first ``skip``, as custom
+    JSONL."""
     with default_path().open(encoding="utf-8") as fh:
         records = json.load(fh)
-    kept = [r for r in filter_split(records, TRAIN, lambda r: str(r["_id"]), questions)]
+    kept = filter_split(records, TRAIN, lambda r: str(r["_id"]), skip + questions)[skip:]
     kept = [r for r in kept if r["supporting_facts"]]
     write_text_atomic(path, "\n".join(custom_line(r) for r in kept) + "\n")
     return len(kept)
@@ -86,6 +88,12 @@ def main(argv: Sequence[str] | None = None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--work", type=Path, default=Path("runs/own_corpus_hotpotqa"))
     p.add_argument("--questions", type=int, default=3000, help="lines of the custom file")
+    p.add_argument(
+        "--skip",
+        type=int,
+        default=0,
+        help="skip this many questions of the split first (a fresh sample: a new held-out side)",
+    )
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--minutes", type=float, help="time budget of the training (preset: 45)")
     p.add_argument("--set", dest="overrides", action="append", default=[])
@@ -112,7 +120,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     harness.set_threads(args.threads)
     args.work.mkdir(parents=True, exist_ok=True)
     data = args.work / "hotpotqa_custom.jsonl"
-    lines = write_jsonl(data, args.questions)
+    lines = write_jsonl(data, args.questions, args.skip)
     print(f"questions: {lines}", flush=True)
     run_dir = args.work / "run"
     train = [

@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import torch
 from torch import nn
@@ -209,12 +209,18 @@ class QRAGModel(nn.Module):
             "chunk": onnx_encoder(self.chunk_encoder, quantize, cache_dir),
         }
 
-    def embed_states(self, texts: Sequence[str]) -> torch.Tensor:
-        """State embeddings ``(B, D)``; differentiable (wrap in ``torch.inference_mode`` to act)."""
-        tokens = self.tokenize(texts, self.config.max_state_tokens)
-        if self._inference is not None and not torch.is_grad_enabled():
-            return self._inference["state"](**tokens)
-        return self.state_encoder(**tokens)
+    def embed_states(self, texts: Sequence[str], batch_size: int = 32) -> torch.Tensor:
+        """State embeddings ``(B, D)``; differentiable (wrap in ``torch.inference_mode`` to act).
+
+        Without gradients (search, acting) more than ``batch_size`` states are encoded in
+        batches of similar length, so a batch of questions is not padded to its longest state.
+        """
+        if torch.is_grad_enabled():
+            return self.state_encoder(**self.tokenize(texts, self.config.max_state_tokens))
+        encoder = self.state_encoder if self._inference is None else self._inference["state"]
+        return self.encode_in_length_batches(
+            encoder, texts, self.config.max_state_tokens, batch_size
+        )
 
     def embed_chunks_grad(self, texts: Sequence[str], batch_size: int = 64) -> torch.Tensor:
         """Unrotated chunk embeddings ``(B, D)``, differentiable (training).
@@ -227,7 +233,11 @@ class QRAGModel(nn.Module):
         )
 
     def encode_in_length_batches(
-        self, encoder: nn.Module, texts: Sequence[str], max_tokens: int, batch_size: int
+        self,
+        encoder: Callable[..., torch.Tensor],
+        texts: Sequence[str],
+        max_tokens: int,
+        batch_size: int,
     ) -> torch.Tensor:
         """``encoder``'s embeddings ``(B, D)`` of ``texts`` tokenized with this model's tokenizer,
         in batches of similar length, returned in the input order (differentiable when the
