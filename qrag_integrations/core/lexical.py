@@ -11,6 +11,8 @@ the chunks, built on first use and rebuilt when the chunks change.
 
 from __future__ import annotations
 
+import functools
+import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +37,7 @@ def check_depth(depth: int | None) -> None:
         raise QRAGError(f"lexical_depth must be None or an integer >= 1, got {depth!r}")
 
 
+@functools.cache  # once: the logger level below is set right after the first import only
 def _bm25s() -> Any:
     try:
         import bm25s
@@ -42,6 +45,11 @@ def _bm25s() -> Any:
         raise QRAGError(
             "lexical fusion needs bm25s: pip install 'qrag-integrations[lexical]'"
         ) from err
+    # bm25s sets its own logger to DEBUG on import, which logs a line for every index built (one
+    # per question in evaluations); keep the import's level from flooding, not a level a user set
+    log = logging.getLogger("bm25s")
+    if log.level == logging.DEBUG:
+        log.setLevel(logging.WARNING)
     return bm25s
 
 

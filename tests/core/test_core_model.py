@@ -95,6 +95,17 @@ def test_mean_pooling_ignores_padding(model: QRAGModel) -> None:
         assert torch.allclose(rows[i], model.embed_chunks([t])[0], atol=1e-5), i
 
 
+def test_many_states_are_encoded_in_length_batches_in_input_order(model: QRAGModel) -> None:
+    words = ["mary", "went", "to", "the", "kitchen", "garden", "office"]
+    texts = [" ".join(words[: 1 + i % 7] * (1 + i % 3)) for i in range(40)]
+    with torch.inference_mode():
+        together = model.embed_states(texts, batch_size=8)
+        alone = torch.cat([model.embed_states([t]) for t in texts])
+    torch.testing.assert_close(together, alone, atol=1e-5, rtol=1e-4)
+    # with gradients on (training) one batch, differentiable
+    assert model.embed_states(texts[:3], batch_size=1).requires_grad
+
+
 def test_output_scale_divides(tiny_bert_dir: Path) -> None:
     m10 = QRAGModel.from_base(paper_config(tiny_bert_dir, output_scale=10.0))
     m4 = QRAGModel.from_base(paper_config(tiny_bert_dir, output_scale=4.0))

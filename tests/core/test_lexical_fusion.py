@@ -97,3 +97,21 @@ def test_bad_depth_names_the_problem() -> None:
     for bad in (0, -1, 2.5, True, "3"):
         with pytest.raises(QRAGError, match="lexical_depth"):
             SearchSettings(lexical_depth=bad)  # type: ignore[arg-type]
+
+
+def test_bm25s_is_quiet_and_its_absence_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    import logging
+    import sys
+
+    from qrag_integrations.core import lexical
+
+    lexical._bm25s.cache_clear()
+    logging.getLogger("bm25s").setLevel(logging.DEBUG)  # what importing bm25s does
+    lexical._bm25s()
+    assert logging.getLogger("bm25s").level == logging.WARNING  # no line per index built
+    lexical._bm25s.cache_clear()
+    monkeypatch.setitem(sys.modules, "bm25s", None)
+    with pytest.raises(QRAGError, match=r"pip install 'qrag-integrations\[lexical\]'"):
+        lexical._bm25s()
+    monkeypatch.undo()
+    lexical._bm25s.cache_clear()

@@ -77,7 +77,12 @@ def test_bf16_autocast_keeps_the_cached_sampled_step_close(tiny_bert_dir: Path) 
     model = QRAGModel.from_base(
         QRAGConfig(base_model=str(tiny_bert_dir), trainable_layers=1, normalize=True)
     )
-    fast = dict(frozen_cache_mb=64, hard_negatives=2, random_negatives=1, in_batch_negatives=False)
+    fast = {
+        "frozen_cache_mb": 64,
+        "hard_negatives": 2,
+        "random_negatives": 1,
+        "in_batch_negatives": False,
+    }
     plain, bf16 = learner(model, **fast), learner(model, autocast="bf16", **fast)
     feed_a, feed_b = iter(episodes()), iter(episodes())
     a = plain.step(lambda: next(feed_a))
