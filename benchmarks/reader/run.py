@@ -2,7 +2,7 @@
 
 A reader LLM (``--reader``, any ``qrag_integrations.llm.factory.build_reader`` spec; default
 ``local``, SmolLM2-135M-Instruct on the CPU) answers every question from the chunks each method
-retrieved (``qrag_training.evaluate.answer_episodes``: the readers' default prompt, all questions
+retrieved (``qrag_training.answering.answer_episodes``: the readers' default prompt, all questions
 of a cell and method batched). Chunk order in the prompt (``--reader-order auto``): BabiLong in
 document order (the order of events, which the answer depends on), HotpotQA in retrieval order.
 Cells:
@@ -43,6 +43,7 @@ from pathlib import Path
 from qrag_training.answering import (
     CHUNK_ORDERS,
     ChunkSelection,
+    answer_episodes,
     answer_summary,
     chunk_selection_arg,
     load_reader,
@@ -52,7 +53,6 @@ from qrag_training.data.babilong import babilong_dataset, tokens_to_sentences
 from qrag_training.data.episode import Episode
 from qrag_training.data.hotpotqa import load_hotpotqa
 from qrag_training.data.noise import MIXED, NoisePool, NoiseSource
-from qrag_training.evaluate import answer_episodes
 from qrag_training.metrics import Retrieval, summarize
 
 from benchmarks.babilong.cells import POOL_MAX, SPLIT_SEEDS, Method

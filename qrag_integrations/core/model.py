@@ -64,6 +64,8 @@ class QRAGModel(nn.Module):
         self.tokenizer = tokenizer
         self.apply_trainable_layers()
         self._inference: dict[str, OnnxEncoder | AutocastEncoder] | None = None
+        self.inference_backend: tuple[str, str | None] = ("torch", None)
+        """``(backend, quantize)`` of the last :meth:`set_backend` (torch float32 until then)."""
 
     @classmethod
     def from_base(
@@ -193,6 +195,7 @@ class QRAGModel(nn.Module):
                 f"{', '.join(repr(q) for q in offered)}, got {quantize!r}"
             )
         if backend == "torch":
+            self.inference_backend = (backend, quantize)
             self._inference = (
                 None
                 if quantize is None
@@ -208,6 +211,7 @@ class QRAGModel(nn.Module):
             "state": onnx_encoder(self.state_encoder, quantize, cache_dir),
             "chunk": onnx_encoder(self.chunk_encoder, quantize, cache_dir),
         }
+        self.inference_backend = (backend, quantize)
 
     def embed_states(self, texts: Sequence[str], batch_size: int = 32) -> torch.Tensor:
         """State embeddings ``(B, D)``; differentiable (wrap in ``torch.inference_mode`` to act).

@@ -13,6 +13,10 @@ missing ``doc_id`` the corpus name; positions are laid out per document). The fi
 lazily, once to count its rows, once to embed and, for a store, once more to write (each shard's
 texts are checked against the cache). Running the same command again resumes either pass.
 
+``--backend onnx`` / ``--quantize bf16|int8`` embed with a faster inference backend
+(``QRAGModel.set_backend``); such a stream gets its own cache folder (``-onnx-int8``, ...) and
+manifest setting, and a retriever reading it should use the same backend.
+
 Bad input ends with one line on stderr and exit code 2. ``qdrant-client`` is imported only when
 a Qdrant option is given.
 """
@@ -34,6 +38,7 @@ from typing import Any, NoReturn
 import torch
 from tqdm.auto import tqdm
 
+from qrag_integrations.cli_backend import add_backend_arguments, apply_backend, backend_summary
 from qrag_integrations.cli_errors import fail
 from qrag_integrations.core.errors import QRAGError
 from qrag_integrations.core.loading import load_model
@@ -229,6 +234,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--threads", type=_positive, metavar="N", help="torch.set_num_threads (default: torch's)"
     )
     p.add_argument("--device", type=_device, default="cpu", help="cpu (default), cuda or cuda:N")
+    add_backend_arguments(
+        p
+    )  # the stream's folder and manifest name a backend other than torch float32
     store = p.add_mutually_exclusive_group()
     store.add_argument(
         "--qdrant-path",
@@ -281,6 +289,7 @@ def embed(args: argparse.Namespace, model: QRAGModel, name: str, total: int) -> 
         "shards": result.shards,
         "embedded_now": result.embedded_rows,
         "seconds": round(time.perf_counter() - start, 2),
+        **backend_summary(model),
     }
 
 
@@ -335,7 +344,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         name = args.name or default_name(args.corpus)
         if args.threads is not None:
             torch.set_num_threads(args.threads)
-        model = load_model(args.checkpoint, device=args.device)
+        model = apply_backend(load_model(args.checkpoint, device=args.device), args)
         total = count_rows(args.corpus)
         summary = embed(args, model, name, total)
         print(json.dumps(summary), flush=True)

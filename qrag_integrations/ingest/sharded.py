@@ -22,8 +22,6 @@ or written to a store with :func:`qrag_integrations.ingest.sharded_store.write_s
 
 from __future__ import annotations
 
-import ctypes
-import functools
 import hashlib
 import itertools
 import json
@@ -43,6 +41,7 @@ from qrag_integrations.core.atomic import FILE_MODE, write_json_atomic
 from qrag_integrations.core.errors import QRAGError
 from qrag_integrations.core.manifests import read_manifest_file
 from qrag_integrations.core.model import QRAGModel
+from qrag_integrations.ingest.heap import release_freed_memory
 from qrag_integrations.stores.rows import model_fingerprint
 
 FORMAT = "qrag-embedding-stream"
@@ -105,24 +104,39 @@ def texts_digest(texts: Iterable[str]) -> str:
     return digest.hexdigest()
 
 
+def _backend_tag(model: QRAGModel) -> str | None:
+    """``"onnx-int8"``, ``"torch-bf16"``, ...: the inference backend, ``None`` for torch float32
+    (the setting of every stream written before backends existed, so their keys stay valid)."""
+    backend, quantize = model.inference_backend
+    if (backend, quantize) == ("torch", None):
+        return None
+    return backend if quantize is None else f"{backend}-{quantize}"
+
+
 def embedding_settings(model: QRAGModel) -> dict[str, Any]:
     """What the chunk embeddings depend on besides the weights."""
     enc = model.chunk_encoder
-    return {
+    settings = {
         "max_chunk_tokens": model.config.max_chunk_tokens,
         "output_scale": float(enc.output_scale),
         "normalize": bool(enc.normalize),
         "dim": model.embedding_dim,
     }
+    tag = _backend_tag(model)
+    return settings if tag is None else {**settings, "inference_backend": tag}
 
 
 def cache_folder(root: str | os.PathLike[str], model: QRAGModel, name: str = "corpus") -> Path:
-    """``<root>/<name>-<first 24 hex of the chunk encoder's fingerprint>``."""
+    """``<root>/<name>-<first 24 hex of the chunk encoder's fingerprint>``, with
+    ``-<backend>[-<quantize>]`` after it when the model encodes with another inference backend
+    than torch float32 (:meth:`QRAGModel.set_backend`): its embeddings differ slightly."""
     if not re.fullmatch(r"[A-Za-z0-9._-]+", name) or name.startswith("."):
         raise QRAGError(
             f"name must be letters, digits, '.', '_' or '-' (not starting with '.'), got {name!r}"
         )
-    return Path(root) / f"{name}-{model_fingerprint(model)[:KEY_CHARS]}"
+    tag = _backend_tag(model)
+    key = model_fingerprint(model)[:KEY_CHARS] + ("" if tag is None else f"-{tag}")
+    return Path(root) / f"{name}-{key}"
 
 
 def shard_file(index: int) -> str:
@@ -200,42 +214,6 @@ def _write_shard(path: Path, emb: torch.Tensor, ids: Sequence[str]) -> None:
         os.fsync(fh.fileno())
     tmp.chmod(FILE_MODE)
     os.replace(tmp, path)
-
-
-@functools.cache
-def _glibc_malloc_trim() -> Callable[[int], int] | None:
-    """glibc's ``malloc_trim``, or ``None`` where the C library is not glibc (macOS, Windows,
-    musl) or the function cannot be found."""
-    try:
-        # "glibc 2.36" under glibc; AttributeError (Windows), ValueError (macOS) or OSError elsewhere
-        if not (os.confstr("CS_GNU_LIBC_VERSION") or "").startswith("glibc"):
-            return None
-        trim = ctypes.CDLL(None).malloc_trim  # the process's own symbols, glibc's among them
-    except (AttributeError, ValueError, OSError, TypeError):
-        return None
-    trim.argtypes = [ctypes.c_size_t]
-    trim.restype = ctypes.c_int
-    return trim
-
-
-def release_freed_memory() -> bool:
-    """Hand the heap memory freed so far back to the operating system (glibc's ``malloc_trim(0)``).
-
-    Why, after every shard: on CPU each forward pass allocates activations sized by the padded
-    length of its batch, and ``embed_chunks`` starts every shard again with its longest batch.
-    glibc reuses freed heap blocks for these differently sized requests only in part, so its heap
-    keeps growing while the bytes in use stay flat, and it returns free memory to the system by
-    itself only from the top of the heap. Measured without this call (``benchmarks/README.md``,
-    "Peak memory"): the resident memory after each of 24 shards of 500 rows rose from 670 MB to
-    952 MB with no data kept; with it, it stayed at 619-621 MB. The peak within a shard still
-    rose with it (807 to 890 MB; 1,042 MB without), so this narrows the growth, not removes it.
-
-    Returns:
-        Whether memory was handed back (always ``False`` where the C library is not glibc: there
-        this does nothing).
-    """
-    trim = _glibc_malloc_trim()
-    return bool(trim(0)) if trim is not None else False
 
 
 def _pieces(

@@ -13,6 +13,7 @@ import torch
 from qdrant_client import QdrantClient
 
 from qrag_integrations import QRAGRetriever, load_model
+from qrag_integrations.core.errors import QRAGError
 from qrag_integrations.core.model import QRAGModel
 from qrag_integrations.ingest.cli import CorpusFormatError, main, read_rows
 from qrag_integrations.ingest.sharded import read_shards
@@ -245,3 +246,39 @@ def test_the_command_is_registered() -> None:
         "scripts"
     ]
     assert scripts["qrag-embed"] == "qrag_integrations.ingest.cli:main"
+
+
+def test_a_bf16_stream_gets_its_own_folder_and_settings(
+    tmp_path: Path, model: QRAGModel, tiny_bert_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("\n".join(TEXTS) + "\n", encoding="utf-8")
+    [fp32] = run(capsys, corpus, tiny_bert_dir)
+    [bf16] = run(capsys, corpus, tiny_bert_dir, "--quantize", "bf16")
+    assert (fp32["backend"], fp32["quantize"]) == ("torch", None)
+    assert (bf16["backend"], bf16["quantize"]) == ("torch", "bf16")
+    assert bf16["folder"] == fp32["folder"] + "-torch-bf16" and bf16["embedded_now"] == 11
+    manifest = json.loads((Path(bf16["folder"]) / "stream.json").read_text(encoding="utf-8"))
+    assert manifest["settings"]["inference_backend"] == "torch-bf16"
+    assert (
+        "inference_backend"
+        not in json.loads((Path(fp32["folder"]) / "stream.json").read_text(encoding="utf-8"))[
+            "settings"
+        ]
+    )
+    bf16_model = load_model(str(tiny_bert_dir))
+    bf16_model.set_backend("torch", "bf16")
+    shards = list(read_shards(bf16["folder"], bf16_model))
+    assert sum(len(s.ids) for s in shards) == 11
+    with pytest.raises(QRAGError, match="another chunk encoder or settings"):
+        list(read_shards(bf16["folder"], model))  # read as float32: refused, not mixed
+
+
+def test_a_quantization_the_backend_does_not_offer_is_refused(
+    tmp_path: Path, tiny_bert_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("\n".join(TEXTS) + "\n", encoding="utf-8")
+    err = refused(capsys, args(corpus, tiny_bert_dir, "--backend", "onnx", "--quantize", "bf16"))
+    assert "quantize with backend='onnx' must be one of" in err
+    assert not (tmp_path / "cache").exists()

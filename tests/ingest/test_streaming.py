@@ -16,6 +16,7 @@ from qdrant_client import QdrantClient
 
 from qrag_integrations import QRAGConfig, QRAGModel
 from qrag_integrations.core.index import ChunkIndex
+from qrag_integrations.ingest import heap
 from qrag_integrations.ingest import sharded as streaming
 from qrag_integrations.ingest.sharded import (
     MANIFEST,
@@ -253,10 +254,10 @@ def test_freed_memory_is_released_after_every_embedded_shard(
 
 
 def test_release_freed_memory_is_harmless(monkeypatch: pytest.MonkeyPatch) -> None:
-    streaming._glibc_malloc_trim.cache_clear()
-    assert (streaming._glibc_malloc_trim() is not None) == (platform.libc_ver()[0] == "glibc")
-    assert streaming.release_freed_memory() in (True, False)
-    assert streaming.release_freed_memory() in (
+    heap._glibc_malloc_trim.cache_clear()
+    assert (heap._glibc_malloc_trim() is not None) == (platform.libc_ver()[0] == "glibc")
+    assert heap.release_freed_memory() in (True, False)
+    assert heap.release_freed_memory() in (
         True,
         False,
     )  # twice in a row: nothing left, no error
@@ -264,11 +265,11 @@ def test_release_freed_memory_is_harmless(monkeypatch: pytest.MonkeyPatch) -> No
     def not_glibc(name: str) -> str:
         raise ValueError(f"unrecognized configuration name {name!r}")
 
-    streaming._glibc_malloc_trim.cache_clear()
+    heap._glibc_malloc_trim.cache_clear()
     monkeypatch.setattr(os, "confstr", not_glibc, raising=False)
     try:
-        assert streaming._glibc_malloc_trim() is None
-        assert streaming.release_freed_memory() is False  # another C library: a silent no-op
+        assert heap._glibc_malloc_trim() is None
+        assert heap.release_freed_memory() is False  # another C library: a silent no-op
     finally:
         monkeypatch.undo()
-        streaming._glibc_malloc_trim.cache_clear()
+        heap._glibc_malloc_trim.cache_clear()

@@ -6,9 +6,15 @@ import json
 import re
 
 import pytest
-from qrag_training.answering import ChunkSelection, generate_answers, ordered, reader_options
+from qrag_training.answering import (
+    ChunkSelection,
+    answer_episodes,
+    generate_answers,
+    ordered,
+    reader_options,
+)
 from qrag_training.data.episode import Episode
-from qrag_training.evaluate import answer_episodes, main
+from qrag_training.evaluate import main
 from qrag_training.metrics import Retrieval
 from scripted_readers import (
     WRONG,

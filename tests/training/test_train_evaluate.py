@@ -100,32 +100,45 @@ def test_fact_em_at_facts_counts_only_the_first_picks():
     )  # only [2, 0] holds both facts in 2 picks
 
 
+def _eval_args(tiny_bert_dir, out, *extra, baseline="dense"):
+    """``qrag-eval`` arguments: a baseline on 3 small qa1 episodes, 2 picks, one thread."""
+    small = f"--baseline {baseline} --set env.task=qa1 --set env.eval_target_tokens=200 --n 3"
+    return [
+        *small.split(),
+        "--steps",
+        "2",
+        "--threads",
+        "1",
+        "--base-model",
+        str(tiny_bert_dir),
+        "--out",
+        str(out),
+        *extra,
+    ]
+
+
 def test_cli_writes_samples_and_summary(tmp_path, tiny_bert_dir, capsys):
     out = tmp_path / "eval"
-    main(
-        [
-            "--baseline",
-            "base",
-            "--base-model",
-            str(tiny_bert_dir),
-            "--env",
-            "babilong",
-            "--set",
-            "env.task=qa1",
-            "--set",
-            "env.eval_target_tokens=200",
-            "--n",
-            "3",
-            "--steps",
-            "2",
-            "--threads",
-            "1",
-            "--out",
-            str(out),
-        ]
-    )
+    main(_eval_args(tiny_bert_dir, out, baseline="base"))
     summary = json.loads((out / "summary.json").read_text())
     assert summary["n"] == 3 and summary["steps"] == 2 and 0.0 <= summary["fact_f1"] <= 1.0
     rows = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
     assert len(rows) == 3 and len(rows[0]["picked"]) == 2 and len(rows[0]["q_values"]) == 2
     assert '"fact_em"' in capsys.readouterr().out
+
+
+def test_cli_quantize_bf16_encodes_in_bf16_and_says_so(tmp_path, tiny_bert_dir, capsys):
+    main(_eval_args(tiny_bert_dir, tmp_path / "fp32"))
+    main(_eval_args(tiny_bert_dir, tmp_path / "bf16", "--quantize", "bf16"))
+    fp32, bf16 = (json.loads((tmp_path / d / "summary.json").read_text()) for d in ("fp32", "bf16"))
+    assert (fp32["backend"], fp32["quantize"]) == ("torch", None)
+    assert (bf16["backend"], bf16["quantize"]) == ("torch", "bf16")
+    assert bf16["n"] == fp32["n"] == 3
+
+
+def test_cli_refuses_a_quantization_the_backend_does_not_offer(tmp_path, tiny_bert_dir, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(_eval_args(tiny_bert_dir, tmp_path / "x", "--backend", "onnx", "--quantize", "bf16"))
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "quantize with backend='onnx' must be one of" in err

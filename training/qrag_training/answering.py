@@ -37,6 +37,7 @@ from qrag_integrations.llm import (
 )
 from qrag_training.data.babi_world import LOCATIONS, NAMES, OBJECTS
 from qrag_training.data.episode import Episode
+from qrag_training.metrics import Retrieval
 
 #: Orders the chosen chunks can be given to the reader in.
 CHUNK_ORDERS = ("retrieval", "document")
@@ -204,3 +205,31 @@ def load_reader(spec: str, options: Mapping[str, Any] | None = None) -> Reader:
     from qrag_integrations.llm.factory import build_reader
 
     return build_reader(spec, **dict(options or {}))
+
+
+def answer_episodes(
+    reader: Reader,
+    episodes: Sequence[Episode],
+    results: Sequence[Retrieval],
+    selection: ChunkSelection,
+    template: str,
+    order: str = "retrieval",
+    batch_size: int | None = None,
+) -> tuple[list[list[int]], list[str]]:
+    """The reader's answer for every episode from its chosen retrieved chunks.
+
+    Args:
+        reader: answers a batch of prompts.
+        episodes: the episodes.
+        results: what the retriever returned for each.
+        selection: which picks the reader sees (all, the first N, Q-value >= T).
+        template: prompt template with ``{context}`` and ``{question}``.
+        order: ``retrieval`` (pick / rank order) or ``document`` order in the prompt.
+        batch_size: prompts per reader call (``None``: all in one call).
+
+    Returns:
+        The chunk ids given to the reader (prompt order) and its answer, per episode.
+    """
+    chosen = [ordered(selection.choose(r.picked, r.scores), order) for r in results]
+    prompts = [episode_prompt(e, ids, template) for e, ids in zip(episodes, chosen)]
+    return chosen, generate_answers(reader, prompts, batch_size)

@@ -15,6 +15,9 @@ Data comes from the training config tree (``conf/env/*.yaml``, held-out side): `
 ``--jsonl my.jsonl`` (custom format). Writes ``samples.jsonl`` (question, picked ids, support,
 em, f1, and the Q-value of every pick as ``q_values``, or ``scores`` for the dense / BM25
 baselines) and ``summary.json`` (fact_em, fact_f1, mean_steps, n, reward, ...) to ``--out``.
+``--backend onnx`` / ``--quantize bf16|int8`` encode with a faster inference backend
+(``QRAGModel.set_backend``; the checkpoint's, base's or dense's encoders, not the
+``--compare-baselines`` report's).
 
 Metrics: fact EM = every supporting chunk was picked; fact F1 = F1 of picked vs supporting
 chunk ids (both over the episodes with supporting facts).
@@ -48,19 +51,17 @@ import numpy as np
 import torch
 from hydra.errors import ConfigCompositionException
 
+from qrag_integrations.cli_backend import add_backend_arguments, apply_backend
 from qrag_integrations.cli_errors import INPUT_ERRORS, one_line_errors
 from qrag_integrations.core.atomic import write_json_atomic, write_text_atomic
 from qrag_integrations.core.model import QRAGModel
 from qrag_integrations.llm import DEFAULT_TEMPLATE, Reader, ReaderError
 from qrag_training.answering import (
     CHUNK_ORDERS,
-    ChunkSelection,
+    answer_episodes,
     answer_summary,
     chunk_selection_arg,
-    episode_prompt,
-    generate_answers,
     load_reader,
-    ordered,
     reader_options,
 )
 from qrag_training.baselines import (
@@ -82,34 +83,6 @@ logger = logging.getLogger(__name__)
 
 #: The Hydra config tree shared with ``qrag-train``.
 CONF_DIR = Path(__file__).resolve().parent / "conf"
-
-
-def answer_episodes(
-    reader: Reader,
-    episodes: Sequence[Episode],
-    results: Sequence[Retrieval],
-    selection: ChunkSelection,
-    template: str,
-    order: str = "retrieval",
-    batch_size: int | None = None,
-) -> tuple[list[list[int]], list[str]]:
-    """The reader's answer for every episode from its chosen retrieved chunks.
-
-    Args:
-        reader: answers a batch of prompts.
-        episodes: the episodes.
-        results: what the retriever returned for each.
-        selection: which picks the reader sees (all, the first N, Q-value >= T).
-        template: prompt template with ``{context}`` and ``{question}``.
-        order: ``retrieval`` (pick / rank order) or ``document`` order in the prompt.
-        batch_size: prompts per reader call (``None``: all in one call).
-
-    Returns:
-        The chunk ids given to the reader (prompt order) and its answer, per episode.
-    """
-    chosen = [ordered(selection.choose(r.picked, r.scores), order) for r in results]
-    prompts = [episode_prompt(e, ids, template) for e, ids in zip(episodes, chosen)]
-    return chosen, generate_answers(reader, prompts, batch_size)
 
 
 def compose_config(env: str, overrides: Sequence[str] = ()) -> Any:
@@ -174,6 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
         "same episodes; print the paired table and a verdict (report.json / report.md in --out)",
     )
     p.add_argument("--device", default="cpu", help="torch device (cpu, cuda, ...)")
+    add_backend_arguments(p)  # of the checkpoint's, base's or dense's encoders
     p.add_argument("--batch-size", type=int, default=16, help="episodes retrieved together")
     p.add_argument("--threads", type=int, help="torch.set_num_threads")
     p.add_argument("--out", help="output folder for samples.jsonl and summary.json")
@@ -222,14 +196,20 @@ def retrieve(
         return "bm25", bm25_retrieve(episodes, steps)
     if args.baseline in ("base", "dense"):
         model = QRAGModel.from_base(model_config_from(cfg), device=args.device).eval()
+        apply_backend(model, args)
         name = f"{args.baseline}:{cfg.model.base_model}"
         if args.baseline == "dense":
             return name, dense_retrieve(model, episodes, steps)
         return name, greedy_retrieve(model, episodes, steps, args.batch_size, args.stop_threshold)
-    model = load_model(args.checkpoint, device=args.device)
+    model = apply_backend(load_model(args.checkpoint, device=args.device), args)
     return str(args.checkpoint), greedy_retrieve(
         model, episodes, steps, args.batch_size, args.stop_threshold
     )
+
+
+def _backend(args: argparse.Namespace) -> dict[str, Any]:
+    """The encoders' inference backend, for the summary."""
+    return {"backend": args.backend, "quantize": args.quantize}
 
 
 def _reader_settings(args: argparse.Namespace) -> tuple[Reader, str]:
@@ -288,6 +268,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "env": str(cfg.env.name),
             "steps": steps,
             "stop_threshold": args.stop_threshold,
+            **(_backend(args) if args.baseline not in ("bm25", "none") else {}),
             "seconds": round(elapsed, 2),
             "data": to_container(cfg.env.eval),
         }
