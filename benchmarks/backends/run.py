@@ -1,5 +1,5 @@
 """Inference backends side by side: torch fp32, torch bf16 autocast, ONNX Runtime fp32 and int8,
-for the default model (untrained MiniLM, question anchoring, no positions), in one run.
+OpenVINO fp32 and bf16, for the default model (untrained MiniLM, question anchoring, no positions), in one run.
 
 - **Index build**: chunks per second of ``embed_chunks`` on ``--chunks`` real sentences, and of
   ``SentenceTransformer.encode`` (torch) on the same texts, batch 64, 128 tokens.
@@ -43,6 +43,8 @@ BACKENDS = {
     "torch bf16": ("torch", "bf16"),
     "onnx fp32": ("onnx", None),
     "onnx int8": ("onnx", "int8"),
+    "openvino fp32": ("openvino", None),
+    "openvino bf16": ("openvino", "bf16"),
 }
 
 

@@ -16,3 +16,21 @@ class IndexMismatchError(QRAGError):
 class UnknownOptionError(QRAGError, TypeError):
     """A keyword option nobody reads (a misspelling, an option of another library): refused, not
     ignored. Also a ``TypeError``, as Python raises for an unexpected keyword argument."""
+
+
+def optional_import(module: str, purpose: str, extra: str) -> object:
+    """Import an optional dependency, or raise a :class:`QRAGError` naming the extra to install.
+
+    Args:
+        module: the module to import, e.g. ``"openvino"``.
+        purpose: what needs it, e.g. ``"backend='openvino'"``.
+        extra: the package extra that installs it.
+    """
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise QRAGError(
+            f"{purpose} needs {module}: pip install 'qrag-integrations[{extra}]'"
+        ) from exc

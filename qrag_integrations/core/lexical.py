@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from qrag_integrations.core.errors import QRAGError
+from qrag_integrations.core.errors import QRAGError, optional_import
 from qrag_integrations.core.scan import BuiltFor, score_at_positions
 
 if TYPE_CHECKING:
@@ -39,12 +39,7 @@ def check_depth(depth: int | None) -> None:
 
 @functools.cache  # once: the logger level below is set right after the first import only
 def _bm25s() -> Any:
-    try:
-        import bm25s
-    except ImportError as err:
-        raise QRAGError(
-            "lexical fusion needs bm25s: pip install 'qrag-integrations[lexical]'"
-        ) from err
+    bm25s = optional_import("bm25s", "lexical fusion", "lexical")
     # bm25s sets its own logger to DEBUG on import, which logs a line for every index built (one
     # per question in evaluations); keep the import's level from flooding, not a level a user set
     log = logging.getLogger("bm25s")

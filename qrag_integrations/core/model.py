@@ -21,6 +21,7 @@ from qrag_integrations.core.config import PositionMode, QRAGConfig, StateOrder
 from qrag_integrations.core.encoder import MeanPoolEncoder, load_base
 from qrag_integrations.core.errors import QRAGError
 from qrag_integrations.core.onnx_backend import BACKENDS, QUANTIZE_OF, OnnxEncoder, onnx_encoder
+from qrag_integrations.core.openvino_backend import OpenVinoEncoder, openvino_encoder
 from qrag_integrations.core.positions import rotate
 from qrag_integrations.core.precision import AutocastEncoder
 
@@ -63,7 +64,7 @@ class QRAGModel(nn.Module):
         self.chunk_encoder = chunk_encoder
         self.tokenizer = tokenizer
         self.apply_trainable_layers()
-        self._inference: dict[str, OnnxEncoder | AutocastEncoder] | None = None
+        self._inference: dict[str, OnnxEncoder | OpenVinoEncoder | AutocastEncoder] | None = None
         self.inference_backend: tuple[str, str | None] = ("torch", None)
         """``(backend, quantize)`` of the last :meth:`set_backend` (torch float32 until then)."""
 
@@ -175,16 +176,19 @@ class QRAGModel(nn.Module):
         off, :meth:`embed_states`; training never sets it.
 
         Args:
-            backend: ``"torch"`` (default) or ``"onnx"`` (ONNX Runtime on the CPU; exported once
-                and cached: :mod:`qrag_integrations.core.onnx_backend`).
+            backend: ``"torch"`` (default), ``"onnx"`` (ONNX Runtime on the CPU; exported once
+                and cached: :mod:`qrag_integrations.core.onnx_backend`) or ``"openvino"``
+                (OpenVINO on the CPU, from the same export:
+                :mod:`qrag_integrations.core.openvino_backend`).
             quantize: ``None`` (float32); with ``onnx``, ``"int8"`` (dynamic int8 weights); with
                 ``torch``, ``"bf16"`` (bfloat16 autocast: :mod:`qrag_integrations.core.precision`,
-                faster only where :func:`~qrag_integrations.core.precision.bf16_is_fast`).
+                faster only where :func:`~qrag_integrations.core.precision.bf16_is_fast`); with
+                ``openvino``, ``"bf16"`` (OpenVINO's bfloat16 inference precision).
             cache_dir: where ONNX exports are kept.
 
         Raises:
             QRAGError: an unknown backend, a quantization the backend does not offer, ``onnx``
-                off the CPU, or onnxruntime missing.
+                or ``openvino`` off the CPU, or their libraries missing.
         """
         if backend not in BACKENDS:
             raise QRAGError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
@@ -206,10 +210,11 @@ class QRAGModel(nn.Module):
             )
             return
         if self.device.type != "cpu":
-            raise QRAGError(f"backend='onnx' runs on the CPU; this model is on {self.device}")
+            raise QRAGError(f"backend={backend!r} runs on the CPU; this model is on {self.device}")
+        compile_ = onnx_encoder if backend == "onnx" else openvino_encoder
         self._inference = {
-            "state": onnx_encoder(self.state_encoder, quantize, cache_dir),
-            "chunk": onnx_encoder(self.chunk_encoder, quantize, cache_dir),
+            "state": compile_(self.state_encoder, quantize, cache_dir),
+            "chunk": compile_(self.chunk_encoder, quantize, cache_dir),
         }
         self.inference_backend = (backend, quantize)
 

@@ -30,14 +30,15 @@ import torch
 from qrag_integrations.core.atomic import SaveKind, atomic_dir
 from qrag_integrations.core.cache_dirs import cache_folder, file_sha256
 from qrag_integrations.core.encoder import MeanPoolEncoder
-from qrag_integrations.core.errors import QRAGError
+from qrag_integrations.core.errors import QRAGError, optional_import
 
 logger = logging.getLogger(__name__)
 
-BACKENDS = ("torch", "onnx")
+BACKENDS = ("torch", "onnx", "openvino")
 QUANTIZE = (None, "int8")
-#: The ``quantize`` values each backend offers (``bf16``: torch autocast, core/precision.py).
-QUANTIZE_OF = {"torch": (None, "bf16"), "onnx": QUANTIZE}
+#: The ``quantize`` values each backend offers (``bf16``: torch autocast, core/precision.py;
+#: OpenVINO's bf16 inference precision, core/openvino_backend.py).
+QUANTIZE_OF = {"torch": (None, "bf16"), "onnx": QUANTIZE, "openvino": (None, "bf16")}
 ONNX_FILE, MANIFEST_FILE = "encoder.onnx", "qrag-onnx.json"
 ENTRY_FORMAT, ENTRY_VERSION = "qrag-onnx-encoder", 1
 ENTRY = SaveKind(
@@ -48,13 +49,7 @@ OPSET = 17
 
 
 def _onnxruntime() -> Any:
-    try:
-        import onnxruntime
-    except ImportError as exc:
-        raise QRAGError(
-            "backend='onnx' needs onnxruntime and onnx: pip install 'qrag-integrations[onnx]'"
-        ) from exc
-    return onnxruntime
+    return optional_import("onnxruntime", "backend='onnx'", "onnx")
 
 
 def _version(package: str) -> str:
@@ -165,26 +160,30 @@ class OnnxEncoder:
         return torch.from_numpy(self.session.run(None, feeds)[0])
 
 
-def onnx_encoder(
+def onnx_export(
     encoder: MeanPoolEncoder,
     quantize: str | None = None,
     cache_dir: str | os.PathLike[str] | bool | None = None,
-) -> OnnxEncoder:
-    """The ONNX Runtime form of ``encoder``: from the cache when an intact export is there,
-    else exported now (and cached unless caching is off).
+) -> Path:
+    """The ``encoder.onnx`` file of ``encoder``: from the cache when an intact export is there,
+    else exported now (and cached unless caching is off). Needs the ``onnx`` package, not
+    onnxruntime (OpenVINO reads the same file: :mod:`qrag_integrations.core.openvino_backend`).
 
     Args:
         encoder: the torch encoder (its current weights are exported).
-        quantize: ``None`` (fp32) or ``"int8"`` (dynamic quantization of ``MatMul`` weights).
+        quantize: ``None`` (fp32) or ``"int8"`` (dynamic quantization of ``MatMul`` weights,
+            which needs onnxruntime's quantizer).
         cache_dir: where exports are kept (see :func:`~qrag_integrations.core.cache_dirs.cache_folder`;
             ``False``: a temporary folder, exported on every call).
 
     Raises:
-        QRAGError: an unknown ``quantize``, onnxruntime missing, or a cache entry that is not ours.
+        QRAGError: an unknown ``quantize``, a missing library, or a cache entry that is not ours.
     """
     if quantize not in QUANTIZE:
         raise QRAGError(f"quantize must be None or 'int8', got {quantize!r}")
-    _onnxruntime()
+    optional_import("onnx", "exporting an encoder", "onnx")  # torch.onnx.export writes through it
+    if quantize is not None:
+        _onnxruntime()
     key = encoder_key(encoder, quantize)
     root = cache_folder("onnx", cache_dir)
     if root is None:
@@ -192,7 +191,7 @@ def onnx_encoder(
 
         folder = Path(tempfile.mkdtemp(prefix="qrag-onnx-"))
         _export(encoder, folder, quantize)
-        return OnnxEncoder(folder / ONNX_FILE)
+        return folder / ONNX_FILE
     entry = root / _entry_name(key)
     if entry.exists():
         obstacle = ENTRY.obstacle(entry)
@@ -203,7 +202,7 @@ def onnx_encoder(
             )
         problem = _entry_problem(entry, key)
         if problem is None:
-            return OnnxEncoder(entry / ONNX_FILE)
+            return entry / ONNX_FILE
         logger.warning("re-exporting the encoder cache entry %s: %s", entry, problem)
     root.mkdir(parents=True, exist_ok=True)
     with atomic_dir(entry, ENTRY) as tmp:
@@ -215,4 +214,20 @@ def onnx_encoder(
             "sha256": file_sha256(tmp / ONNX_FILE),
         }
         (tmp / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-    return OnnxEncoder(entry / ONNX_FILE)
+    return entry / ONNX_FILE
+
+
+def onnx_encoder(
+    encoder: MeanPoolEncoder,
+    quantize: str | None = None,
+    cache_dir: str | os.PathLike[str] | bool | None = None,
+) -> OnnxEncoder:
+    """The ONNX Runtime form of ``encoder`` (the export of :func:`onnx_export`).
+
+    Raises:
+        QRAGError: an unknown ``quantize``, onnxruntime missing, or a cache entry that is not ours.
+    """
+    if quantize not in QUANTIZE:
+        raise QRAGError(f"quantize must be None or 'int8', got {quantize!r}")
+    _onnxruntime()
+    return OnnxEncoder(onnx_export(encoder, quantize, cache_dir))

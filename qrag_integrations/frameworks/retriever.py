@@ -113,9 +113,9 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
     """Store-backed only (:meth:`from_store`): chunks asked from the store per step and re-scored
     exactly (the search is exact whenever they hold the exact arg-max)."""
     backend: str = "torch"
-    """Encoder runtime for search and indexing: ``"torch"`` or ``"onnx"`` (CPU; ``onnx`` extra)."""
+    """Encoder runtime: ``"torch"``, ``"onnx"`` or ``"openvino"`` (CPU; extras of those names)."""
     quantize: str | None = None
-    """``None`` (float32), ``"int8"`` (``onnx``: int8 weights) or ``"bf16"`` (``torch`` autocast)."""
+    """``None`` (float32), ``"int8"`` (``onnx`` weights) or ``"bf16"`` (``torch``, ``openvino``)."""
     check_exact: bool = False
     """Store-backed only: also score every matching chunk each step to count in :attr:`stats` how
     often the exact arg-max was among the candidates (costly: for evaluation)."""
