@@ -24,6 +24,7 @@ import qrag_integrations
 from benchmarks.harness import results as harness
 from benchmarks.harness.texts import numbered_questions, shakespeare_lines
 from benchmarks.search.corpus import synthetic_index
+from qrag_integrations.cli_backend import add_backend_arguments, apply_backend, backend_summary
 from qrag_integrations.core.search import MultiStepSearcher
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -37,11 +38,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--reps", type=int, default=3, help="repetitions per measurement (median)")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument(
-        "--quantize",
-        choices=["bf16"],
-        help="encoders under bfloat16 autocast (torch backend), both ways",
-    )
+    add_backend_arguments(p)  # the encoders' inference backend, both ways
     p.add_argument("--out", type=Path, default=RESULTS / "batch_search.json")
     return p.parse_args(argv)
 
@@ -56,8 +53,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     args = parse_args(argv)
     harness.set_threads(args.threads)
     model = qrag_integrations.load_model().eval()
-    if args.quantize:
-        model.set_backend("torch", args.quantize)
+    apply_backend(model, args)
     index = synthetic_index(model, args.size, args.seed, shakespeare_lines())
     searcher = MultiStepSearcher(model, index)
     sizes = [int(b) for b in args.batches.split(",") if b]
@@ -98,7 +94,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         **harness.provenance(argv, args.threads),
         "model": model.config.base_model,
         "position_mode": model.config.position_mode.value,
-        "quantize": args.quantize,
+        **backend_summary(model),
         "size": args.size,
         "k": args.k,
         "reps": args.reps,
