@@ -108,3 +108,35 @@ def test_the_mixture_env_composes_and_loads_both_splits() -> None:
     assert len(train) == 10 and len(held_out) == 10
     assert {e.meta["mixture_part"].split(":")[1] for e in train} == {"babilong", "ruler"}
     assert {e.id for e in train}.isdisjoint({e.id for e in held_out})
+
+
+@pytest.mark.slow
+def test_preset_general_cpu_trains_from_the_base_encoder_without_positions(
+    tmp_path, tiny_bert_dir
+) -> None:
+    from qrag_training.trainer import Trainer
+
+    cfg = compose_config(
+        "mixture",
+        [
+            "preset=general_cpu",
+            "model=tiny",
+            f"model.base_model={tiny_bert_dir}",
+            f"out_dir={tmp_path / 'run'}",
+            "model.trainable_layers=1",
+            "steps=2",
+            "eval_interval=2",
+            "eval_episodes=8",
+            "report_episodes=8",
+            "env.pool_size=16",
+            "torch_threads=1",
+            "algo.questions_per_step=4",
+            "algo.warmup=1",
+        ],
+    )
+    assert cfg.init_from is None and cfg.env.position_mode == "none"
+    assert cfg.model.normalize and cfg.model.question_weight == 3.0
+    assert cfg.algo.hard_negatives == 8 and cfg.algo.in_batch_negatives
+    assert list(cfg.env.train.parts[1].target_tokens) == [1000, 2000, 4000]
+    Trainer(cfg).train()
+    assert (tmp_path / "run" / "best" / "qrag_config.json").is_file()

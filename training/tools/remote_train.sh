@@ -20,9 +20,10 @@
 #   fact_em_at_facts), babi_nh_qa2w_lengths (2K/4K/8K haystacks), babi_nh_qa2w_t03 (temperature
 #   0.03), babi_nh_uniform (qa1-qa5 evenly: the control)
 # ROUND=4: babi_nh_qa2w_c and babi_nh_qa2w_c_len continue babi_nh_qa2w from a carried export (INIT)
-# ROUND=5 (the general checkpoint, not yet run on a GPU): preset=general_cpu's mixture (HotpotQA,
-#   BabiLong qa1-qa5 at 2K/4K/8K, RULER) from the untrained MiniLM: gen_distill (distillation toward
-#   the base encoder's first picks, weight 0.5) and gen_plain (weight 0: the ablation)
+# ROUND=5 (the general checkpoint, not yet run on a GPU): preset=general_cpu (the mixture of HotpotQA,
+#   BabiLong qa1-qa5 here at 2K/4K/8K, RULER; untrained MiniLM, no positions, sampled negatives) with
+#   32 questions a step: gen_distill (distillation toward the base encoder's first picks, weight
+#   0.5) and gen_plain (weight 0: the ablation)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 DEV=${DEV:-cuda}
