@@ -17,8 +17,6 @@ from qrag_integrations.core.errors import QRAGError
 from qrag_integrations.core.model import QRAGModel
 from qrag_integrations.core.onnx_backend import onnx_encoder
 
-pytest.importorskip("openvino")
-
 TEXTS = list(BABI_TEXTS[:6])
 
 
