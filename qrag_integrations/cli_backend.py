@@ -24,8 +24,8 @@ def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
         "--backend",
         choices=BACKENDS,
         default="torch",
-        help="inference backend of both encoders (default torch; onnx: ONNX Runtime on the CPU, "
-        "exported once per checkpoint and cached)",
+        help="inference backend of both encoders (default torch; onnx: ONNX Runtime, openvino: "
+        "OpenVINO, both on the CPU from an export made once per checkpoint and cached)",
     )
     parser.add_argument(
         "--quantize",
@@ -38,8 +38,8 @@ def apply_backend(model: QRAGModel, args: argparse.Namespace) -> QRAGModel:
     """Set the backend the parsed arguments name on ``model`` (a no-op for torch float32).
 
     Raises:
-        QRAGError: a quantization the backend does not offer, onnx off the CPU, onnxruntime
-            missing.
+        QRAGError: a quantization the backend does not offer, onnx or openvino off the CPU, or
+            their libraries missing.
     """
     if (args.backend, args.quantize) != ("torch", None):
         model.set_backend(args.backend, args.quantize)

@@ -13,7 +13,7 @@ missing ``doc_id`` the corpus name; positions are laid out per document). The fi
 lazily, once to count its rows, once to embed and, for a store, once more to write (each shard's
 texts are checked against the cache). Running the same command again resumes either pass.
 
-``--backend onnx`` / ``--quantize bf16|int8`` embed with a faster inference backend
+``--backend onnx|openvino`` / ``--quantize bf16|int8`` embed with a faster inference backend
 (``QRAGModel.set_backend``); such a stream gets its own cache folder (``-onnx-int8``, ...) and
 manifest setting, and a retriever reading it should use the same backend.
 
@@ -234,9 +234,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--threads", type=_positive, metavar="N", help="torch.set_num_threads (default: torch's)"
     )
     p.add_argument("--device", type=_device, default="cpu", help="cpu (default), cuda or cuda:N")
-    add_backend_arguments(
-        p
-    )  # the stream's folder and manifest name a backend other than torch float32
+    # a backend other than torch float32 is named in the stream's folder and manifest
+    add_backend_arguments(p)
     store = p.add_mutually_exclusive_group()
     store.add_argument(
         "--qdrant-path",

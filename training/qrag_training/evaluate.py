@@ -15,7 +15,7 @@ Data comes from the training config tree (``conf/env/*.yaml``, held-out side): `
 ``--jsonl my.jsonl`` (custom format). Writes ``samples.jsonl`` (question, picked ids, support,
 em, f1, and the Q-value of every pick as ``q_values``, or ``scores`` for the dense / BM25
 baselines) and ``summary.json`` (fact_em, fact_f1, mean_steps, n, reward, ...) to ``--out``.
-``--backend onnx`` / ``--quantize bf16|int8`` encode with a faster inference backend
+``--backend onnx|openvino`` / ``--quantize bf16|int8`` encode with a faster inference backend
 (``QRAGModel.set_backend``; the checkpoint's, base's or dense's encoders, not the
 ``--compare-baselines`` report's).
 
