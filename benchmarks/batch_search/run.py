@@ -7,7 +7,9 @@ texts with random embeddings scaled to real norms (``benchmarks/search/corpus.py
 not depend on the values), the default model (untrained MiniLM, question anchoring). For each
 batch size: the time of one ``search(batch, k)`` call, and of the same questions one call each,
 and the share of questions whose picks are the same both ways (states encoded in one batch differ
-from single encodes by float rounding).
+from single encodes by float rounding). ``--scan bf16`` scans a bfloat16 copy of the embeddings
+for the batch (re-scoring the best ``--rescore`` exactly) while single calls scan exactly, so
+"same picks" is then also its quality check.
 
     python -m benchmarks.batch_search.run --size 400000 --threads 1
 """
@@ -25,7 +27,8 @@ from benchmarks.harness import results as harness
 from benchmarks.harness.texts import numbered_questions, shakespeare_lines
 from benchmarks.search.corpus import synthetic_index
 from qrag_integrations.cli_backend import add_backend_arguments, apply_backend, backend_summary
-from qrag_integrations.core.search import MultiStepSearcher
+from qrag_integrations.core.compact_scan import EXACT, SCAN_KINDS
+from qrag_integrations.core.search import MultiStepSearcher, SearchSettings
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -38,6 +41,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--reps", type=int, default=3, help="repetitions per measurement (median)")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--scan",
+        choices=SCAN_KINDS,
+        default=EXACT,
+        help="the search's scan (both ways; 'bf16' scans a bf16 copy for a batch, exactly for one)",
+    )
+    p.add_argument("--rescore", type=int, default=400, help="compact scans: candidates re-scored")
     add_backend_arguments(p)  # the encoders' inference backend, both ways
     p.add_argument("--out", type=Path, default=RESULTS / "batch_search.json")
     return p.parse_args(argv)
@@ -55,7 +65,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     model = qrag_integrations.load_model().eval()
     apply_backend(model, args)
     index = synthetic_index(model, args.size, args.seed, shakespeare_lines())
-    searcher = MultiStepSearcher(model, index)
+    searcher = MultiStepSearcher(model, index, SearchSettings(scan=args.scan, rescore=args.rescore))
     sizes = [int(b) for b in args.batches.split(",") if b]
     qs = numbered_questions(max(sizes))
     searcher.search(qs[:2], args.k)  # warm-up
@@ -96,6 +106,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
         "position_mode": model.config.position_mode.value,
         **backend_summary(model),
         "size": args.size,
+        "scan": args.scan,
+        "rescore": args.rescore if args.scan != EXACT else None,
         "k": args.k,
         "reps": args.reps,
         "rows": rows,

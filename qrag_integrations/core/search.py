@@ -64,9 +64,9 @@ class SearchSettings:
     """``faiss.index_factory`` string of the candidate index (``"Flat"``, ``"HNSW32"``, ...)."""
     scan: str = EXACT
     """How a step scans the index: ``"exact"`` (float32), or a compact copy that picks
-    candidates for exact re-scoring: ``"int8"`` / ``"binary"``
-    (:mod:`~qrag_integrations.core.compact_scan`; CPU, positions ``none`` or ``relative``;
-    filtered searches scan exactly)."""
+    candidates for exact re-scoring: ``"int8"`` / ``"binary"``, or ``"bf16"`` for batches of
+    questions (:mod:`~qrag_integrations.core.compact_scan`; CPU, positions ``none`` or
+    ``relative``; filtered searches scan exactly)."""
     rescore: int = 400
     """Compact scans: candidates per run of equal positions re-scored exactly each step."""
     lexical_depth: int | None = None
@@ -211,6 +211,7 @@ class MultiStepSearcher:
             b: self._lexical.ranking(candidates[b], queries[b])  # type: ignore[arg-type]
             for b in (active if depth is not None else [])
         }
+        positions = self.model.config.position_mode is not PositionMode.NONE
         for step in range(1, k + 1):
             active = [b for b in active if len(picked[b]) < candidates[b].n]
             if not active:
@@ -235,7 +236,12 @@ class MultiStepSearcher:
                 best = [
                     self._best_faiss(snap, states[i], picked[b], n) for i, b in enumerate(active)
                 ]
-            elif self._compact is not None and shared and candidates[0].rows is None:
+            elif (
+                self._compact is not None
+                and shared
+                and candidates[0].rows is None
+                and self._compact.serves(len(active), step == 1 or not positions)
+            ):
                 best = best_compact(
                     self._compact,
                     candidates[0].emb,
@@ -245,7 +251,7 @@ class MultiStepSearcher:
                     self._rotated_states,
                     self.settings.rescore,
                 )
-            elif shared and (step == 1 or self.model.config.position_mode is PositionMode.NONE):
+            elif shared and (step == 1 or not positions):
                 # one layout for every question (no picks yet, or picks move no position): one
                 # scan of the index serves the whole batch
                 best = self._best_shared_layout(

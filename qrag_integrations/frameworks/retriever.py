@@ -104,7 +104,7 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
     faiss_candidates: int | None = None
     """Approximate mode for very large indexes: FAISS pre-selects this many candidates per step."""
     scan: str = "exact"
-    """``"exact"``, or scan a compact ``"int8"`` / ``"binary"`` copy, re-score exactly (CPU)."""
+    """``"exact"``, or scan a compact ``"int8"`` / ``"binary"`` / ``"bf16"`` copy, re-score exactly."""
     rescore: int = Field(default=400, ge=1)
     """Compact ``scan``: candidates re-scored exactly per step (see ``docs/retriever.md``)."""
     lexical_depth: int | None = Field(default=None, ge=1)

@@ -22,7 +22,7 @@ from qrag_integrations.core.index import ChunkIndex
 from qrag_integrations.core.positions import layout
 from qrag_integrations.core.search import MultiStepSearcher, SearchSettings
 
-KINDS = ["int8", "binary"]
+KINDS = ["int8", "binary", "bf16"]
 RUN_MODES = ["none", "none-anchored", "relative", "relative-step1", "relative-anchored"]
 
 
@@ -110,8 +110,39 @@ def _big_index(n: int) -> ChunkIndex:
     return index
 
 
-def test_unused_numpy_rows_are_minus_one() -> None:
+@pytest.mark.parametrize("kind", KINDS)
+def test_unused_numpy_rows_are_minus_one(kind: str) -> None:
     emb = torch.randn(5, 32)
-    rows = CompactScanner("int8").candidates(emb, torch.randn(2, 32), 0, 5, 8)
+    rows = CompactScanner(kind).candidates(emb, torch.randn(2, 32), 0, 5, 8)
     assert rows.shape == (2, 8)
     assert (np.sort(rows, axis=1)[:, :3] == -1).all()
+
+
+def test_bf16_candidates_span_blocks(monkeypatch) -> None:
+    monkeypatch.setattr("qrag_integrations.core.compact_scan.BF16_BLOCK", 7)
+    g = torch.Generator().manual_seed(3)
+    emb, states = torch.randn(50, 32, generator=g), torch.randn(3, 32, generator=g)
+    rows = CompactScanner("bf16").candidates(emb, states, 4, 45, 5)
+    exact = (states @ emb[4:45].T).topk(5, dim=1).indices + 4
+    for got, want in zip(rows, exact):
+        assert set(got.tolist()) == set(want.tolist())
+
+
+@pytest.mark.parametrize("mode", ["none-anchored", "relative"])
+def test_a_bf16_batch_with_few_candidates_picks_as_the_exact_scan(make_model, mode: str) -> None:
+    model = make_model(mode)
+    index = _big_index(300)
+    exact = MultiStepSearcher(model, index).search(QUERIES, k=5)
+    bf16 = MultiStepSearcher(model, index, SearchSettings(scan="bf16", rescore=10))
+    for a, b in zip(exact, bf16.search(QUERIES, k=5)):
+        assert [h.chunk.id for h in a] == [h.chunk.id for h in b]
+        assert [h.q_value for h in a] == pytest.approx([h.q_value for h in b], abs=1e-5)
+
+
+def test_a_lone_question_scans_exactly_without_a_bf16_copy(make_model) -> None:
+    model = make_model("none")
+    index = random_index()
+    searcher = MultiStepSearcher(model, index, SearchSettings(scan="bf16", rescore=1))
+    hits = searcher.search(QUERIES[:1], k=4)[0]
+    assert_same(as_tuples(hits), brute_force(model, index, QUERIES[0], 4))
+    assert searcher._compact is not None and searcher._compact._slot._built is None
