@@ -6,8 +6,10 @@ the same questions, over cells of different kinds of text:
 - ``hotpotqa``: multi-hop Wikipedia, 10 paragraphs per question (``--split val``: the validation
   slice of the training buckets; ``test``: bucket 0), EM@2 / EM@4;
 - ``babilong-<noise>-<tokens>``: bAbI qa1-qa5 hidden in noise prose (``mixed`` = the training
-  noise; ``squad`` = sentences of SQuAD articles 0-17, a noise source no training run used), fact EM
-  at k = the number of facts and at 6 picks;
+  noise; ``squad`` = sentences of SQuAD articles 0-17 and ``essays`` = Paul Graham's essays as
+  RULER ships them, read at run time, never stored: two noise sources no training run used; the
+  first for validation, the second for the held-out report), fact EM at k = the number of facts
+  and at 6 picks;
 - ``ruler-<variant>-<tokens>``: RULER needles, EM at k = needles and at 5 picks.
 
 A third baseline fuses dense and BM25 rankings (``dense+bm25``: reciprocal-rank fusion, as
@@ -24,6 +26,7 @@ no earlier run has used.
 from __future__ import annotations
 
 import argparse
+import json
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -40,6 +43,7 @@ from qrag_training.data.episode import Episode
 from qrag_training.data.hotpotqa import load_hotpotqa
 from qrag_training.data.noise import NoisePool, split_sentences
 from qrag_training.data.ruler import ruler_dataset
+from qrag_training.data.squad import default_path as squad_default_path
 from qrag_training.data.squad import load_squad_ood, read_articles
 from qrag_training.metrics import Retrieval
 from qrag_training.paired import paired_bootstrap
@@ -76,6 +80,15 @@ def squad_noise(seed: int) -> NoisePool:
     return NoisePool([s for s in sentences if 5 <= len(s.split()) <= 60], kind="squad")
 
 
+def essay_noise() -> NoisePool:
+    """Sentences of the Paul Graham essays in ``long_context_eval`` as BabiLong noise (never used
+    by any training run; copyrighted, so read here at run time and never written anywhere)."""
+    path = squad_default_path().with_name("PaulGrahamEssays.json")
+    text = " ".join(json.loads(path.read_text(encoding="utf-8"))["text"].split())
+    sentences = split_sentences(text)
+    return NoisePool([s for s in sentences if 5 <= len(s.split()) <= 60], kind="essays")
+
+
 def cell_episodes(cell: str, split: str, n: int, seed: int) -> list[Episode]:
     """The episodes of a cell (``n``: questions for squad, per task for babilong, episodes for ruler)."""
     kind, *rest = cell.split("-")
@@ -85,13 +98,14 @@ def cell_episodes(cell: str, split: str, n: int, seed: int) -> list[Episode]:
         return load_hotpotqa(split="val" if split == "val" else "eval", limit=n)
     if kind == "babilong":
         noise, tokens = rest[0], int(rest[1])
-        pool = squad_noise(seed) if noise == "squad" else None
+        pools = {"squad": lambda: squad_noise(seed), "essays": essay_noise}
+        pool = pools[noise]() if noise in pools else None
         return babilong_dataset(
             TASKS,
             n=n * len(TASKS),
             target_tokens=tokens,
             seed=seed,
-            noise_kind="mixed" if noise == "squad" else noise,
+            noise_kind="mixed" if noise in pools else noise,
             noise=pool,
         )
     if kind == "ruler":

@@ -160,3 +160,13 @@ def test_report_marks_paired_verdicts_and_merges_files() -> None:
     other["seed"] = 2
     with pytest.raises(ValueError, match="share split, seed and cells"):
         general_report.table([result("a", 0.7, "better"), other])
+
+
+def test_the_essay_noise_cell_hides_stories_in_essay_sentences() -> None:
+    episodes = bench_general.cell_episodes("babilong-essays-500", "val", 1, 5)
+    pool = set(bench_general.essay_noise().sentences)
+    assert {e.meta["noise"] for e in episodes} == {"essays"}
+    for e in episodes:
+        story = set(e.meta["story_positions"])
+        noise = [c for i, c in enumerate(e.chunks) if i not in story]
+        assert noise and all(c in pool for c in noise)
