@@ -57,7 +57,7 @@ from benchmarks.babilong.report import plot, report
 from benchmarks.harness import results as harness
 from benchmarks.harness.embedding_cache import CACHE_DIR, pool_embedder
 from qrag_integrations.core.atomic import write_json_atomic
-from qrag_integrations.core.defaults import default_checkpoint
+from qrag_integrations.core.config import PACKAGED_MINILM
 from qrag_integrations.core.loading import load_model
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -255,7 +255,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         embed, pool_info[name] = pool_embedder(model, pool.sentences, args.cache_dir)
         methods.append(Method(name, "multi-step", model, embed, stop=True))
     if {"untrained", "dense"} & set(baselines):
-        untrained = load_model(args.base or default_checkpoint())
+        untrained = load_model(args.base or PACKAGED_MINILM)
         embed, pool_info["untrained"] = pool_embedder(untrained, pool.sentences, args.cache_dir)
         methods += [
             Method(name, kind, untrained, embed)
@@ -279,7 +279,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         "steps": args.steps,
         "stop_thresholds": args.stop_thresholds,
         "checkpoints": checkpoints,
-        "base": args.base or default_checkpoint(),
+        "base": args.base or PACKAGED_MINILM,
         "methods": {m.name: m.kind for m in methods},
         "pool": {
             "kind": pool.kind,

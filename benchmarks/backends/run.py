@@ -1,5 +1,5 @@
 """Inference backends side by side: torch fp32, torch bf16 autocast, ONNX Runtime fp32 and int8,
-OpenVINO fp32 and bf16, for the default model (untrained MiniLM, question anchoring, no positions), in one run.
+OpenVINO fp32 and bf16, for the untrained packaged MiniLM (question anchoring, no positions), in one run.
 
 - **Index build**: chunks per second of ``embed_chunks`` on ``--chunks`` real sentences, and of
   ``SentenceTransformer.encode`` (torch) on the same texts, batch 64, 128 tokens.
@@ -34,6 +34,7 @@ from benchmarks.general.run import VAL_SEED, cell_episodes
 from benchmarks.harness import results as harness
 from benchmarks.harness.texts import numbered_questions, shakespeare_lines, shakespeare_sentences
 from benchmarks.search.corpus import synthetic_index
+from qrag_integrations.core.config import PACKAGED_MINILM
 from qrag_integrations.core.search import MultiStepSearcher
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -115,7 +116,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     index = None
     for name in args.backends:
         backend, quantize = BACKENDS[name]
-        model = qrag_integrations.load_model().eval()
+        model = qrag_integrations.load_model(PACKAGED_MINILM).eval()
         model.config.max_chunk_tokens = 128  # as SentenceTransformer above, for the build only
         started = time.perf_counter()
         model.set_backend(backend, quantize)

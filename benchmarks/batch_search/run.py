@@ -4,7 +4,7 @@ The retriever's ``batch`` runs one search for all its questions: every step enco
 states together and, when positions do not depend on the picks (the default's position mode
 ``none``), scores the whole batch in one pass over the index. Index: ``--size`` chunks of real
 texts with random embeddings scaled to real norms (``benchmarks/search/corpus.py``; scan costs do
-not depend on the values), the default model (untrained MiniLM, question anchoring). For each
+not depend on the values), the untrained packaged MiniLM (question anchoring). For each
 batch size: the time of one ``search(batch, k)`` call, and of the same questions one call each,
 and the share of questions whose picks are the same both ways (states encoded in one batch differ
 from single encodes by float rounding). ``--scan bf16`` scans a bfloat16 copy of the embeddings
@@ -28,6 +28,7 @@ from benchmarks.harness.texts import numbered_questions, shakespeare_lines
 from benchmarks.search.corpus import synthetic_index
 from qrag_integrations.cli_backend import add_backend_arguments, apply_backend, backend_summary
 from qrag_integrations.core.compact_scan import EXACT, SCAN_KINDS
+from qrag_integrations.core.config import PACKAGED_MINILM
 from qrag_integrations.core.search import MultiStepSearcher, SearchSettings
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -62,7 +63,7 @@ def timed(fn) -> float:
 def main(argv: Sequence[str] | None = None) -> dict:
     args = parse_args(argv)
     harness.set_threads(args.threads)
-    model = qrag_integrations.load_model().eval()
+    model = qrag_integrations.load_model(PACKAGED_MINILM).eval()
     apply_backend(model, args)
     index = synthetic_index(model, args.size, args.seed, shakespeare_lines())
     searcher = MultiStepSearcher(model, index, SearchSettings(scan=args.scan, rescore=args.rescore))

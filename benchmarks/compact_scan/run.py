@@ -35,6 +35,7 @@ from benchmarks.harness.embedding_cache import CACHE_DIR, cached_chunk_embedding
 from benchmarks.harness.texts import numbered_questions, shakespeare_lines
 from benchmarks.search.corpus import make_texts, synthetic_index
 from qrag_integrations.core.compact_scan import BYTES_PER_DIMENSION
+from qrag_integrations.core.config import PACKAGED_MINILM
 from qrag_integrations.core.index import ChunkIndex
 from qrag_integrations.core.search import MultiStepSearcher, SearchSettings
 
@@ -88,10 +89,10 @@ def found_gold(hits, gold: set[str], k: int) -> bool:
 
 
 def backend_models(backends: Sequence[str]) -> dict:
-    """The default model once per encoder backend."""
+    """The packaged MiniLM once per encoder backend."""
     models = {}
     for backend in backends:
-        model = qrag_integrations.load_model().eval()
+        model = qrag_integrations.load_model(PACKAGED_MINILM).eval()
         if backend != "torch":
             model.set_backend(backend)
         models[backend] = model

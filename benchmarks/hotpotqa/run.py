@@ -61,7 +61,7 @@ from qrag_training.metrics import Retrieval, em_recall, fact_metrics, stop_metri
 from benchmarks.harness import results as harness
 from benchmarks.hotpotqa.problem import Problem, build_problem
 from benchmarks.hotpotqa.report import methods_table
-from qrag_integrations.core.defaults import default_checkpoint
+from qrag_integrations.core.config import PACKAGED_MINILM
 from qrag_integrations.core.loading import load_model
 from qrag_integrations.core.model import QRAGModel
 
@@ -191,7 +191,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     args = parse_args(argv)
     harness.set_threads(args.threads)
     episodes = [e for e in load_hotpotqa(args.split) if len(e.support) >= 2]
-    untrained = load_model(default_checkpoint())
+    untrained = load_model(PACKAGED_MINILM)
     models: dict[str, QRAGModel] = {"untrained": untrained}
     for w in [float(x) for x in args.question_weights.split(",") if x.strip()]:
         config = dataclasses.replace(untrained.config, question_weight=w)

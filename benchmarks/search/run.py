@@ -1,6 +1,6 @@
 """Per-query cost of a k-step Q-RAG search vs one single-step FAISS flat search.
 
-Both sides use the same encoder (the default model from ``qrag_integrations.load_model()``) and
+Both sides use the same encoder (the packaged MiniLM, untrained: ``load_model(PACKAGED_MINILM)``) and
 the same stored embeddings; every measurement is taken side by side in one run, alternating
 per query, so the ratios are not skewed by the machine drifting between runs.
 
@@ -36,6 +36,7 @@ from benchmarks.harness.texts import shakespeare_lines
 from benchmarks.search.corpus import measure_real_norms
 from benchmarks.search.modes import measure_memory, measure_size
 from benchmarks.search.report import plot, print_report
+from qrag_integrations.core.config import PACKAGED_MINILM
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -111,10 +112,10 @@ def main(argv: list[str] | None = None) -> int:
     import qrag_integrations
     from qrag_integrations.core.config import PositionMode
 
-    model = qrag_integrations.load_model(device=args.device).eval()
+    model = qrag_integrations.load_model(PACKAGED_MINILM, device=args.device).eval()
     if model.config.position_mode is not PositionMode.RELATIVE:
         print(
-            f"warning: default model uses {model.config.position_mode.value} positions",
+            f"warning: the MiniLM model uses {model.config.position_mode.value} positions",
             file=sys.stderr,
         )
     lines = shakespeare_lines()

@@ -24,6 +24,7 @@ from pathlib import Path
 from qrag_training.data.hotpotqa import load_hotpotqa
 
 from benchmarks.harness import results as harness
+from qrag_integrations.core.config import PACKAGED_MINILM
 from qrag_integrations.core.index import ChunkIndex
 from qrag_integrations.core.loading import load_model
 from qrag_integrations.core.model import QRAGModel
@@ -46,7 +47,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     harness.set_threads(args.threads)
     episodes = load_hotpotqa("val", limit=args.questions)
     texts = list(dict.fromkeys(t for e in episodes for t in e.chunks))
-    base = load_model()
+    base = load_model(PACKAGED_MINILM)
     rows = []
     for budget in BUDGETS:
         config = dataclasses.replace(base.config, max_chunk_tokens=budget, max_state_tokens=budget)

@@ -75,6 +75,10 @@ class QRAGConfig:
     """Joins the question and the picked chunks into the state text."""
     state_order: StateOrder = StateOrder.PICK
     """Order of picked chunks in the state text: by document order or by pick order."""
+    lexical_depth: int | None = None
+    """BM25 fusion depth the model is meant to be searched with (``SearchSettings.lexical_depth``,
+    which overrides it; ``None``: no fusion). It applies where fusion can run: an in-memory index,
+    exact scan, no FAISS pre-selection. The default checkpoint sets 10, chosen on validation."""
     trainable_layers: int | None = None
     """If set, only the top N transformer layers of each encoder are trained and saved (small
     checkpoints over a locally installed base); ``None`` trains and saves whole encoders."""
@@ -95,6 +99,8 @@ class QRAGConfig:
             raise ValueError(f"question_weight must be >= 0, got {self.question_weight}")
         if self.output_scale <= 0:
             raise ValueError(f"output_scale must be > 0, got {self.output_scale}")
+        if self.lexical_depth is not None and self.lexical_depth < 1:
+            raise ValueError(f"lexical_depth must be None or >= 1, got {self.lexical_depth}")
         if self.trainable_layers is not None and self.trainable_layers < 1:
             raise ValueError(f"trainable_layers must be None or >= 1, got {self.trainable_layers}")
 

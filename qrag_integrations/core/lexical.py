@@ -5,7 +5,7 @@ Each step ranks the ``depth`` best untaken chunks by Q (the state of that step) 
 rank fusion, ``1 / (60 + rank)`` from each ranking (LangChain's ``EnsembleRetriever`` fuses
 a dense and a BM25 retriever the same way, once). The reported Q-value is the pick's exact Q.
 
-BM25 comes from ``bm25s`` (English stop words; the ``lexical`` extra), one index per snapshot of
+BM25 comes from ``bm25s`` (English stop words; a dependency), one index per snapshot of
 the chunks, built on first use and rebuilt when the chunks change.
 """
 
@@ -32,9 +32,9 @@ RRF_C = 60
 
 def check_depth(depth: int | None) -> None:
     """Raise :class:`~qrag_integrations.core.errors.QRAGError` unless ``depth`` is ``None`` or
-    an integer >= 1."""
-    if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int) or depth < 1):
-        raise QRAGError(f"lexical_depth must be None or an integer >= 1, got {depth!r}")
+    an integer >= 0 (0: no fusion)."""
+    if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int) or depth < 0):
+        raise QRAGError(f"lexical_depth must be None or an integer >= 0, got {depth!r}")
 
 
 @functools.cache  # once: the logger level below is set right after the first import only

@@ -70,9 +70,10 @@ class SearchSettings:
     rescore: int = 400
     """Compact scans: candidates per run of equal positions re-scored exactly each step."""
     lexical_depth: int | None = None
-    """If set, fuse BM25 of the question into every step: the best of this many chunks by Q and
-    this many by BM25, by reciprocal rank (:mod:`~qrag_integrations.core.lexical`; exact
-    scan, in-memory index; needs ``bm25s``)."""
+    """Fuse BM25 of the question into every step: the best of this many chunks by Q and this
+    many by BM25, by reciprocal rank (:mod:`~qrag_integrations.core.lexical`; exact scan,
+    in-memory index). ``0``: no fusion; ``None``: the model's ``QRAGConfig.lexical_depth`` where
+    it can apply (in-memory index, exact scan, no FAISS pre-selection), else none."""
 
     def __post_init__(self) -> None:
         check_scan(self.scan, self.rescore)
@@ -204,9 +205,7 @@ class MultiStepSearcher:
         active = [b for b in range(len(queries)) if candidates[b].n > 0]
         question_row: dict[int, int] = {}
         questions = torch.empty(0)
-        depth = self.settings.lexical_depth
-        if depth is not None and not all(isinstance(c, IndexCandidates) for c in candidates):
-            raise QRAGError("lexical fusion (lexical_depth) searches an in-memory index only")
+        depth = self._lexical_depth(candidates)
         words = {
             b: self._lexical.ranking(candidates[b], queries[b])  # type: ignore[arg-type]
             for b in (active if depth is not None else [])
@@ -275,6 +274,18 @@ class MultiStepSearcher:
         return results
 
     # -- helpers ------------------------------------------------------------------------------
+    def _lexical_depth(self, candidates: Sequence[CandidateSet]) -> int | None:
+        """This search's BM25 fusion depth: the settings' (0: none), else the model's where
+        fusion can run (``None``: no fusion)."""
+        in_memory = all(isinstance(c, IndexCandidates) for c in candidates)
+        explicit = self.settings.lexical_depth
+        if explicit is not None:
+            if explicit and not in_memory:
+                raise QRAGError("lexical fusion (lexical_depth) searches an in-memory index only")
+            return explicit or None
+        exact = self._compact is None and self.settings.faiss_candidates is None
+        return self.model.config.lexical_depth if in_memory and exact else None
+
     def _state_text(self, query: str, candidates: CandidateSet, picked: list[int]) -> str:
         return self.model.state_text(
             query, [candidates.chunk(r).text for r in picked], picked_order=picked

@@ -107,8 +107,8 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
     """``"exact"``, or scan a compact ``"int8"`` / ``"binary"`` / ``"bf16"`` copy, re-score exactly."""
     rescore: int = Field(default=400, ge=1)
     """Compact ``scan``: candidates re-scored exactly per step (see ``docs/retriever.md``)."""
-    lexical_depth: int | None = Field(default=None, ge=1)
-    """Fuse BM25 into every step: best of this many by Q and by BM25 (``docs/retriever.md``)."""
+    lexical_depth: int | None = Field(default=None, ge=0)
+    """BM25 fused into each step (best N by Q, by BM25); None: the model's (default 10); 0: off."""
     candidates_per_step: int = Field(default=64, ge=1)
     """Store-backed only (:meth:`from_store`): chunks asked from the store per step and re-scored
     exactly (the search is exact whenever they hold the exact arg-max)."""

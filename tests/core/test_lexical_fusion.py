@@ -8,6 +8,7 @@ import pytest
 import torch
 from search_reference import as_tuples, assert_same, brute_force, step_q_values
 
+from qrag_integrations.core.config import QRAGConfig
 from qrag_integrations.core.errors import QRAGError
 from qrag_integrations.core.index import ChunkIndex
 from qrag_integrations.core.lexical import RRF_C
@@ -94,9 +95,36 @@ def test_each_index_of_search_each_has_its_own_words(make_model) -> None:
 
 
 def test_bad_depth_names_the_problem() -> None:
-    for bad in (0, -1, 2.5, True, "3"):
+    for bad in (-1, 2.5, True, "3"):
         with pytest.raises(QRAGError, match="lexical_depth"):
             SearchSettings(lexical_depth=bad)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="lexical_depth"):
+        QRAGConfig(lexical_depth=0)
+
+
+@pytest.mark.parametrize("mode", ["none", "relative"])
+def test_the_models_own_depth_applies_unless_the_settings_say_otherwise(make_model, mode) -> None:
+    model = make_model(mode)
+    model.config.lexical_depth = 3
+    index = word_index()
+    own = MultiStepSearcher(model, index).search(QUERIES, k=4)
+    for query, hits in zip(QUERIES, own):
+        assert_same(as_tuples(hits), reference(model, index, query, 4, 3))
+    deeper = MultiStepSearcher(model, index, SearchSettings(lexical_depth=50)).search(QUERIES, k=4)
+    for query, hits in zip(QUERIES, deeper):
+        assert_same(as_tuples(hits), reference(model, index, query, 4, 50))
+    off = MultiStepSearcher(model, index, SearchSettings(lexical_depth=0)).search(QUERIES, k=4)
+    for query, hits in zip(QUERIES, off):
+        assert_same(as_tuples(hits), brute_force(model, index, query, 4))
+
+
+def test_the_models_own_depth_stays_out_of_compact_scans(make_model) -> None:
+    model = make_model("none")
+    model.config.lexical_depth = 3
+    index = word_index()
+    settings = SearchSettings(scan="int8", rescore=len(TEXTS))
+    for query, hits in zip(QUERIES, MultiStepSearcher(model, index, settings).search(QUERIES, k=3)):
+        assert_same(as_tuples(hits), brute_force(model, index, query, 3))
 
 
 def test_bm25s_is_quiet_and_its_absence_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:

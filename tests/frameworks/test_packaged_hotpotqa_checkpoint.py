@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from qrag_integrations import ChunkIndex, MultiStepSearcher, load_model
+from qrag_integrations.core.config import PACKAGED_MINILM
 from qrag_integrations.core.defaults import HOTPOTQA_CHECKPOINT
 
 pytestmark = pytest.mark.slow
@@ -20,7 +21,7 @@ def test_packaged_hotpotqa_checkpoint_finds_both_paragraphs_more_often_than_dens
     assert model.config.trainable_layers == 2 and model.config.normalize
     assert load_model(HOTPOTQA_CHECKPOINT).config.to_dict() == model.config.to_dict()
     episodes = [e for e in load_hotpotqa("val") if len(e.support) == 2][:QUESTIONS]
-    untrained = load_model()
+    untrained = load_model(PACKAGED_MINILM)
     ours = dense = 0
     for e in episodes:
         emb = model.embed_chunks(e.chunks)

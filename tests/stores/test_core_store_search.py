@@ -51,8 +51,10 @@ class IndexSource:
 
 
 @pytest.mark.parametrize("mode", list(MODES))
-def test_full_candidates_match_brute_force(make_model, mode: str) -> None:
+@pytest.mark.parametrize("own_depth", [None, 5])
+def test_full_candidates_match_brute_force(make_model, mode: str, own_depth: int | None) -> None:
     model, index = make_model(mode), random_index()
+    model.config.lexical_depth = own_depth  # a model's own BM25 fusion stays out of stores
     searcher = StoreSearcher(model, IndexSource(index), candidates_per_step=N, check_exact=True)
     results = searcher.search(QUERIES, k=6)
     for query, hits in zip(QUERIES, results):
