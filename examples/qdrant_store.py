@@ -16,7 +16,6 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from qdrant_client import QdrantClient
 
 from qrag_integrations import QRAGRetriever
-from qrag_integrations.core.defaults import demo_checkpoint
 from qrag_integrations.demo import load_sample
 
 sample = load_sample()
@@ -27,7 +26,6 @@ client = QdrantClient(":memory:")  # or QdrantClient(path="qdrant_data"), or url
 retriever = QRAGRetriever.from_store(
     client,
     collection_name="story",
-    checkpoint=demo_checkpoint(),
     k=3,
     candidates_per_step=64,
     check_exact=True,

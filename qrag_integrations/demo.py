@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--checkpoint",
         default=None,
-        help="checkpoint folder or HF encoder (default: the shipped demo checkpoint)",
+        help="checkpoint folder, packaged name or HF encoder (default: the default model, packaged:qrag-general-minilm)",
     )
     parser.add_argument(
         "--compare-untrained",
@@ -96,7 +96,8 @@ def main(argv: list[str] | None = None) -> None:
 
     from qrag_integrations import QRAGRetriever
     from qrag_integrations.cli_errors import one_line_errors
-    from qrag_integrations.core.defaults import default_checkpoint, demo_checkpoint
+    from qrag_integrations.core.config import PACKAGED_MINILM
+    from qrag_integrations.core.defaults import default_checkpoint
     from qrag_integrations.llm import DEFAULT_TEMPLATE
     from qrag_integrations.llm.frameworks import as_langchain_runnable, as_llama_index_llm
 
@@ -107,7 +108,7 @@ def main(argv: list[str] | None = None) -> None:
         retriever = QRAGRetriever.from_texts(
             chunks,
             ids=ids,
-            checkpoint=args.checkpoint or demo_checkpoint(),
+            checkpoint=args.checkpoint or default_checkpoint(),
             k=args.k,
             device=args.device,
         )
@@ -142,7 +143,7 @@ def main(argv: list[str] | None = None) -> None:
 
     if args.compare_untrained:
         plain = QRAGRetriever.from_texts(
-            chunks, ids=ids, checkpoint=default_checkpoint(), k=args.k, device=args.device
+            chunks, ids=ids, checkpoint=PACKAGED_MINILM, k=args.k, device=args.device
         )
         hits = {int(d.id[1:]) for d in plain.invoke(sample["question"])}
         print(

@@ -213,8 +213,9 @@ def test_file_instead_of_folder(tmp_path: Path) -> None:
 
 
 PACKAGED_LIST = (
-    r"the packaged ones are packaged:all-MiniLM-L6-v2 \(the default encoder, not trained for Q-RAG\), "
-    r"packaged:qrag-babi-demo, packaged:qrag-hotpotqa-minilm$"
+    r"the packaged ones are packaged:all-MiniLM-L6-v2 \(the encoder, not trained for Q-RAG\), "
+    r"packaged:qrag-babi-demo, packaged:qrag-general-minilm, packaged:qrag-hotpotqa-minilm "
+    r"\(the default: packaged:qrag-general-minilm\)$"
 )
 
 

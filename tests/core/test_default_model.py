@@ -1,0 +1,27 @@
+"""The default model: the packaged general checkpoint, small enough for a wheel, with its own
+BM25 fusion depth and a model card written from the benchmark results."""
+
+from __future__ import annotations
+
+from qrag_integrations import load_model
+from qrag_integrations.core.config import PositionMode
+from qrag_integrations.core.defaults import GENERAL_CHECKPOINT, default_checkpoint
+
+#: The issue's bound on the default checkpoint's size inside the wheel.
+MAX_MB = 50
+
+
+def test_the_default_is_the_packaged_general_checkpoint() -> None:
+    assert default_checkpoint() == "packaged:qrag-general-minilm"
+    model = load_model()
+    cfg = model.config
+    assert cfg.to_dict() == load_model(GENERAL_CHECKPOINT).config.to_dict()
+    assert cfg.lexical_depth == 10 and cfg.position_mode is PositionMode.NONE and cfg.normalize
+    assert cfg.trainable_layers == 2 and model.embedding_dim == 384
+
+
+def test_the_checkpoint_fits_a_wheel_and_its_card_holds_the_validation() -> None:
+    size = sum(f.stat().st_size for f in GENERAL_CHECKPOINT.rglob("*") if f.is_file())
+    assert size < MAX_MB * 2**20
+    card = (GENERAL_CHECKPOINT / "README.md").read_text(encoding="utf-8")
+    assert "## Validation" in card and "| genlex |" in card and "| dense |" in card

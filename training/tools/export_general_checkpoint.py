@@ -1,0 +1,112 @@
+"""Write the shipped general checkpoint (fp16 partial weights, model card) from the chosen run.
+
+    python -m training.tools.export_general_checkpoint /work/runs/s29/gen_nopos/best \\
+        --val benchmarks/general/results/general_nopos_val.json --val-name gen \\
+        --test benchmarks/general/results/general_test.json --test-name general
+
+The card's tables are made from the benchmark results by ``benchmarks.general.report`` (no number
+typed by hand): the validation files that chose the run (method ``--val-name``) and, once it
+exists, the held-out report (method ``--test-name``), each with dense top-k, BM25 and their fusion
+beside it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import torch
+
+from benchmarks.general.report import table
+from qrag_integrations.core.checkpoint import save_pretrained
+from qrag_integrations.core.defaults import GENERAL_CHECKPOINT
+from qrag_integrations.core.loading import load_model
+
+TRAINING = """## Training
+
+`qrag-train preset=general_cpu` on a 2-core CPU (about 80 minutes): the next-hop warm start of
+the **untrained** MiniLM's (`all-MiniLM-L6-v2`) top 2 layers of each encoder, in the untrained
+default's geometry (cosine scores, position mode `none`, question anchoring weight 3), on a
+mixture that holds no SQuAD and no essay text: HotpotQA training questions, BabiLong-style
+qa1-qa5 in Shakespeare / KJV noise at 1K-4K tokens, RULER multi-key / multi-value needles.
+In-batch, 8 hard and 4 random negatives per question; lr 8e-5; 700 updates planned in a 65-minute
+budget (551 run). These weights are update 250, the best by the trainer's validation fact EM at
+k = facts (HotpotQA val + bAbI, seed 999999). Stored in fp16 (only the trained layers; the
+frozen layers come from the packaged MiniLM).
+
+Searched by default with BM25 fusion of depth 10 (`lexical_depth` in `qrag_config.json`: each
+step picks the best of the 10 best chunks by Q and the 10 best by BM25 of the question, by
+reciprocal rank), chosen on validation (the tables below): it lifts the single-hop SQuAD questions for a small cost
+on multi-hop ones. Pass
+`lexical_depth=0` to search without it (a store-backed retriever, a compact scan or FAISS
+pre-selection always do).
+"""
+
+
+#: What the method names of the result files mean.
+LEGEND = (
+    "`gen` = these weights searched without BM25 fusion, `genlex` = with fusion depth 10 (as"
+    " shipped), `general` = the packaged checkpoint as shipped, `untrained` = the packaged MiniLM"
+    " multi-step; `*` better / `!` worse than dense top-k beyond the paired 95% interval"
+)
+
+
+def _tables(paths: list[Path], names: str) -> str:
+    keep = {"untrained", *names.split(",")}
+    out = []
+    for path in paths:
+        result = json.loads(path.read_text(encoding="utf-8"))
+        for cell in result["cells"]:
+            for method in [m for m in cell["metrics"] if m not in keep and m in result["models"]]:
+                del cell["metrics"][method]
+                cell["paired_vs_dense"].pop(method, None)
+        out.append(
+            f"`{path.name}` ({result['split']} split, seed {result['seed']}, "
+            f"{result['machine']['threads']} CPU threads):\n\n" + table([result])
+        )
+    return LEGEND + ".\n\n" + "\n\n".join(out)
+
+
+def card_notes(val: list[Path], val_name: str, test: list[Path], test_name: str) -> str:
+    notes = TRAINING
+    if val:
+        notes += "\n## Validation (chose this run; `benchmarks/general/run.py --split val`)\n\n"
+        notes += _tables(val, val_name) + "\n"
+    if test:
+        notes += "\n## Held-out report (run once; `benchmarks/general/run.py --split test`)\n\n"
+        notes += _tables(test, test_name) + "\n"
+    return (
+        notes + '\nDetails: `benchmarks/README.md`, section "One default for every kind of text".\n'
+    )
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("src", type=Path, help="the chosen checkpoint folder")
+    p.add_argument("--out", type=Path, default=GENERAL_CHECKPOINT)
+    p.add_argument("--val", type=Path, action="append", default=[])
+    p.add_argument("--val-name", default="gen,genlex", help="methods shown, comma-separated")
+    p.add_argument("--test", type=Path, action="append", default=[])
+    p.add_argument("--test-name", default="general", help="methods shown, comma-separated")
+    p.add_argument(
+        "--lexical-depth",
+        type=int,
+        default=10,
+        help="BM25 fusion depth saved as the model's own (QRAGConfig.lexical_depth; 0: none)",
+    )
+    args = p.parse_args()
+    model = load_model(args.src)
+    model.config.lexical_depth = args.lexical_depth or None
+    notes = card_notes(
+        [v for v in args.val if v.exists()],
+        args.val_name,
+        [t for t in args.test if t.exists()],
+        args.test_name,
+    )
+    save_pretrained(model, args.out, card_notes=notes, weights_dtype=torch.float16)
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
