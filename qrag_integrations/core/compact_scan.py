@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from qrag_integrations.core.errors import QRAGError
-from qrag_integrations.core.scan import BuiltFor
+from qrag_integrations.core.scan import BuiltFor, faiss_threads_for
 
 EXACT, INT8, BINARY, BF16 = "exact", "int8", "binary", "bf16"
 #: The scan kinds: ``"exact"`` (float32, the default), ``"int8"``, ``"binary"`` and ``"bf16"``.
@@ -85,7 +85,8 @@ class CompactScanner:
         queries = states.detach().float().cpu().numpy()
         if self.kind == BINARY:
             queries = np.packbits(queries > 0, axis=1)
-        _, rows = index.search(queries, want, params=params)
+        with faiss_threads_for(len(queries)):
+            _, rows = index.search(queries, want, params=params)
         return rows
 
     def _bf16_candidates(

@@ -146,3 +146,24 @@ def test_a_lone_question_scans_exactly_without_a_bf16_copy(make_model) -> None:
     hits = searcher.search(QUERIES[:1], k=4)[0]
     assert_same(as_tuples(hits), brute_force(model, index, QUERIES[0], 4))
     assert searcher._compact is not None and searcher._compact._slot._built is None
+
+
+@pytest.mark.parametrize("queries", [1, 8])
+def test_small_faiss_searches_run_on_one_thread_and_restore_the_count(queries: int) -> None:
+    import faiss
+
+    from qrag_integrations.core.scan import faiss_threads_for
+
+    before = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(2)
+    try:
+        with faiss_threads_for(queries):
+            inside = faiss.omp_get_max_threads()
+        assert inside == (1 if queries == 1 else 2)
+        assert faiss.omp_get_max_threads() == 2
+        emb, states = torch.randn(300, 32), torch.randn(queries, 32)
+        for kind in ("int8", "binary"):
+            rows = CompactScanner(kind).candidates(emb, states, 0, 300, 5)
+            assert rows.shape == (queries, 5) and (rows >= 0).all()
+    finally:
+        faiss.omp_set_num_threads(before)
