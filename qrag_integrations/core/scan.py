@@ -26,9 +26,10 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
-#: FAISS searches of fewer queries than this run on one OpenMP thread: for one query its threaded
-#: scans ran 2.3x (flat) to 13x (binary codes) slower on two threads than on one on the 2-core
-#: machine; from a handful of queries on, it splits the queries over threads, which pays.
+#: FAISS searches of fewer queries than this run on one OpenMP thread. For one query on the 2-core
+#: machine, two threads were no faster than one on a quiet machine (binary and int8 codes) and
+#: 13x / 2x slower with the other core busy (OpenMP threads wait for a core); from a handful of
+#: queries on, FAISS splits the queries over threads, which pays.
 FAISS_ONE_THREAD_BELOW = 8
 
 
