@@ -25,7 +25,12 @@ QRAG_EVAL = str(
     Path(sys.executable).with_name("qrag-eval")
 )  # the console script beside this Python
 QUESTIONS = ["Where is the apple?", "Where was Mary before the kitchen?", "Who went to the garden?"]
-CHECKPOINTS = [None, "packaged:all-MiniLM-L6-v2", "packaged:qrag-babi-demo", "packaged:qrag-hotpotqa-minilm"]
+CHECKPOINTS = [
+    None,
+    "packaged:all-MiniLM-L6-v2",
+    "packaged:qrag-babi-demo",
+    "packaged:qrag-hotpotqa-minilm",
+]
 
 
 def _picks(docs: list[Any]) -> list[dict[str, Any]]:
