@@ -216,6 +216,7 @@ def run_cell(
         if m != DENSE
     }
     by_task: dict[str, dict[str, dict[str, float]]] = {}
+    by_task_paired: dict[str, dict[str, dict[str, dict]]] = {}
     if kind == "babilong":
         for task in TASKS:
             rows = [i for i, e in enumerate(episodes) if e.meta.get("task") == task]
@@ -224,12 +225,24 @@ def run_cell(
                     m: {k: sum(v[i] for i in rows) / len(rows) for k, v in s.items()}
                     for m, s in per_method.items()
                 }
+                by_task_paired[task] = {
+                    m: {
+                        k: paired_bootstrap(
+                            [v[i] for i in rows], [per_method[DENSE][k][i] for i in rows]
+                        ).to_dict()
+                        for k, v in s.items()
+                    }
+                    for m, s in per_method.items()
+                    if m != DENSE
+                }
     return {
         "cell": cell,
         "n": len(episodes),
         "metrics": table,
         "paired_vs_dense": paired,
         "by_task": by_task,
+        "by_task_paired_vs_dense": by_task_paired,
+        "per_question": per_method,
         "seconds": seconds,
     }
 

@@ -91,7 +91,15 @@ def test_tiny_run_writes_every_cell_and_paired_differences(
         "dense+bm25",
     }
     assert squad["paired_vs_dense"]["w1"]["hit@1"]["verdict"] in ("better", "worse", "tie")
-    assert set(result["cells"][1]["by_task"]) == {"qa1", "qa2", "qa3", "qa4", "qa5"}
+    babi = result["cells"][1]
+    assert set(babi["by_task"]) == {"qa1", "qa2", "qa3", "qa4", "qa5"}
+    assert set(babi["by_task_paired_vs_dense"]["qa2"]) == {"untrained", "w1", "bm25", "dense+bm25"}
+    assert babi["by_task_paired_vs_dense"]["qa2"]["w1"]["em@6"]["verdict"] in (
+        "better",
+        "worse",
+        "tie",
+    )
+    assert len(babi["per_question"]["dense"]["em@6"]) == babi["n"] == 5
     assert result["split"] == "val" and result["seed"] == bench_general.VAL_SEED
 
 
@@ -170,3 +178,30 @@ def test_the_essay_noise_cell_hides_stories_in_essay_sentences() -> None:
         story = set(e.meta["story_positions"])
         noise = [c for i, c in enumerate(e.chunks) if i not in story]
         assert noise and all(c in pool for c in noise)
+
+
+def test_the_general_card_lists_tasks_below_dense_with_their_interval(tmp_path: Path) -> None:
+    tool = _tool("export_general_checkpoint")
+    paired = {"diff": -0.1, "low": -0.2, "high": 0.0, "verdict": "tie"}
+    cell = {
+        "cell": "babilong-mixed-4000",
+        "n": 10,
+        "by_task": {
+            "qa1": {
+                "general": {"em@facts": 0.4, "em@6": 1.0},
+                "dense": {"em@facts": 0.5, "em@6": 1.0},
+            },
+            "qa2": {
+                "general": {"em@facts": 0.3, "em@6": 0.9},
+                "dense": {"em@facts": 0.0, "em@6": 0.1},
+            },
+        },
+        "by_task_paired_vs_dense": {"qa1": {"general": {"em@facts": paired}}},
+    }
+    path = tmp_path / "test.json"
+    path.write_text(json.dumps({"cells": [cell]}))
+    want = (
+        "- `test.json`, babilong-mixed-4000, qa1, em@facts: 0.400 vs dense 0.500 "
+        "(5 stories, paired -0.100 [-0.200, +0.000] tie)"
+    )
+    assert tool._losses([path], "general") == [want]

@@ -84,10 +84,17 @@ def _losses(paths: list[Path], names: str) -> list[str]:
                 for name in [m for m in names.split(",") if m in methods]:
                     for metric, value in methods[name].items():
                         dense = methods["dense"][metric]
+                        paired = cell.get("by_task_paired_vs_dense", {}).get(task, {})
+                        p = paired.get(name, {}).get(metric)
+                        interval = (
+                            f", paired {p['diff']:+.3f} [{p['low']:+.3f}, {p['high']:+.3f}] {p['verdict']}"
+                            if p
+                            else ""
+                        )
                         if value < dense:
                             out.append(
                                 f"- `{path.name}`, {cell['cell']}, {task}, {metric}: {value:.3f} vs "
-                                f"dense {dense:.3f} ({n} stories)"
+                                f"dense {dense:.3f} ({n} stories{interval})"
                             )
     return out
 
@@ -103,8 +110,8 @@ def card_notes(val: list[Path], val_name: str, test: list[Path], test_name: str)
     losses = _losses(val, SHIPPED_VAL_NAME) + _losses(test, test_name)
     notes += "\n## Where it loses to dense top-k\n\n"
     notes += (
-        "bAbI tasks whose mean is below dense top-k's on the same stories (not tested for\n"
-        "significance: the result files keep per-task means only):\n\n" + "\n".join(losses)
+        "bAbI tasks whose mean is below dense top-k's on the same stories (with the paired 95%\n"
+        "interval where the result file keeps per-question scores):\n\n" + "\n".join(losses)
         if losses
         else "No bAbI task has a mean below dense top-k's in these files."
     ) + "\n"
