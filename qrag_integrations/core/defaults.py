@@ -24,9 +24,12 @@ HOTPOTQA_CHECKPOINT = ASSETS / "hotpotqa_checkpoint"
 #: its model card and ``training/tools/export_general_checkpoint.py``).
 GENERAL_CHECKPOINT = ASSETS / "general_checkpoint"
 
+#: Name of the model a retriever uses without ``checkpoint=``.
+DEFAULT_CHECKPOINT = f"{PACKAGED_PREFIX}qrag-general-minilm"
+
 #: Names that ``checkpoint=`` accepts for the checkpoints shipped in the package.
 PACKAGED_CHECKPOINTS: dict[str, Path] = {
-    f"{PACKAGED_PREFIX}qrag-general-minilm": GENERAL_CHECKPOINT,
+    DEFAULT_CHECKPOINT: GENERAL_CHECKPOINT,
     f"{PACKAGED_PREFIX}qrag-hotpotqa-minilm": HOTPOTQA_CHECKPOINT,
     f"{PACKAGED_PREFIX}qrag-babi-demo": DEMO_CHECKPOINT,
 }
@@ -60,10 +63,6 @@ def resolve_packaged_checkpoint(checkpoint: str | Path) -> str | Path:
     """
     check_packaged_name(str(checkpoint))
     return PACKAGED_CHECKPOINTS.get(str(checkpoint), checkpoint)
-
-
-#: Name of the model a retriever uses without ``checkpoint=``.
-DEFAULT_CHECKPOINT = f"{PACKAGED_PREFIX}qrag-general-minilm"
 
 
 def default_checkpoint() -> str:

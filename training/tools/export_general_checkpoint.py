@@ -73,8 +73,8 @@ def _tables(paths: list[Path], names: str) -> str:
 
 
 def _losses(paths: list[Path], names: str) -> list[str]:
-    """Every bAbI task, cell and metric where one of ``names`` has a lower mean than dense top-k
-    (per-task means; the files keep no per-question scores to pair them)."""
+    """Every bAbI task, cell and metric where one of ``names`` has a lower mean than dense top-k,
+    with the paired interval where the file has per-task intervals."""
     out = []
     for path in paths:
         result = json.loads(path.read_text(encoding="utf-8"))
@@ -84,6 +84,8 @@ def _losses(paths: list[Path], names: str) -> list[str]:
                 for name in [m for m in names.split(",") if m in methods]:
                     for metric, value in methods[name].items():
                         dense = methods["dense"][metric]
+                        if value >= dense:
+                            continue
                         paired = cell.get("by_task_paired_vs_dense", {}).get(task, {})
                         p = paired.get(name, {}).get(metric)
                         interval = (
@@ -91,11 +93,10 @@ def _losses(paths: list[Path], names: str) -> list[str]:
                             if p
                             else ""
                         )
-                        if value < dense:
-                            out.append(
-                                f"- `{path.name}`, {cell['cell']}, {task}, {metric}: {value:.3f} vs "
-                                f"dense {dense:.3f} ({n} stories{interval})"
-                            )
+                        out.append(
+                            f"- `{path.name}`, {cell['cell']}, {task}, {metric}: {value:.3f} vs "
+                            f"dense {dense:.3f} ({n} stories{interval})"
+                        )
     return out
 
 
