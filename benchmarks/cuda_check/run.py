@@ -3,8 +3,8 @@
 For each position mode (none / absolute / relative), embedding kind (cosine / the paper's
 mean / 10) and question weight (0 / 3), one tiny random BERT is loaded on the CPU and on the
 GPU with the same weights. Its chunk embeddings are compared, then the multi-step search over a
-shared index (with and without a stop threshold and a metadata filter; one question at a time
-and batched), on a CPU fp32 index (the reference; its single-question scans use faiss), a CUDA
+shared index (with and without a stop threshold and a metadata filter, with BM25 fusion
+(``lexical_depth=5``); one question at a time and batched), on a CPU fp32 index (the reference; its single-question scans use faiss), a CUDA
 fp32 index and a CUDA fp16 index, all holding the same well-separated random chunk embeddings. It
 prints, per case, how many questions got the same picks, and the largest Q-value difference
 where the picks agree. An fp16 index may break near-ties differently; fp32 should agree exactly.
@@ -27,7 +27,7 @@ import torch
 from qrag_integrations.core.config import QRAGConfig
 from qrag_integrations.core.index import ChunkIndex
 from qrag_integrations.core.model import QRAGModel
-from qrag_integrations.core.search import MultiStepSearcher
+from qrag_integrations.core.search import MultiStepSearcher, SearchSettings
 
 #: The repository root (the test suite's tiny BERT is built from its tests/conftest.py).
 REPO = Path(__file__).resolve().parents[2]
@@ -79,10 +79,10 @@ def _compare(a: list, b: list) -> tuple[int, float]:
 def run(device: str) -> list[dict]:
     if importlib.util.find_spec("faiss") is None:
         # a GPU machine without faiss: the CPU reference uses torch's block scan instead of
-        # faiss.knn (the CPU test suite checks that the two agree)
-        from qrag_integrations.core import search
+        # FAISS's inner products (the CPU test suite checks that the two agree)
+        from qrag_integrations.core import lexical, search
 
-        search._cpu_fp32 = lambda emb: False
+        search.cpu_fp32 = lexical.cpu_fp32 = lambda emb: False
     texts, metas, questions = _corpus(400, 0)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -128,7 +128,9 @@ def run(device: str) -> list[dict]:
             results = {}
             for name, (model, index) in indexes.items():
                 searcher = MultiStepSearcher(model, index)
+                fused = MultiStepSearcher(model, index, SearchSettings(lexical_depth=5))
                 results[name] = {
+                    "lexical": fused.search(questions, k=4),
                     "plain": searcher.search(questions, k=4),
                     "threshold": searcher.search(questions, k=4, stop_threshold=0.0),
                     "filter": searcher.search(questions, k=4, filter={"part": 1}),
