@@ -89,13 +89,15 @@ def essay_noise() -> NoisePool:
     return NoisePool([s for s in sentences if 5 <= len(s.split()) <= 60], kind="essays")
 
 
-def cell_episodes(cell: str, split: str, n: int, seed: int) -> list[Episode]:
-    """The episodes of a cell (``n``: questions for squad, per task for babilong, episodes for ruler)."""
+def cell_episodes(cell: str, split: str, n: int, seed: int, skip: int = 0) -> list[Episode]:
+    """The episodes of a cell (``n``: questions for squad, per task for babilong, episodes for
+    ruler; ``skip``: HotpotQA questions passed over first, for a slice no earlier report read)."""
     kind, *rest = cell.split("-")
     if kind == "squad":
         return load_squad_ood(group_size=18, n=n, seed=seed)
     if kind == "hotpotqa":
-        return load_hotpotqa(split="val" if split == "val" else "eval", limit=n)
+        split_name = "val" if split == "val" else "eval"
+        return load_hotpotqa(split=split_name, limit=None if n is None else skip + n)[skip:]
     if kind == "babilong":
         noise, tokens = rest[0], int(rest[1])
         pools = {"squad": lambda: squad_noise(seed), "essays": essay_noise}
@@ -289,6 +291,12 @@ def main(argv: Sequence[str] | None = None) -> dict:
     p.add_argument(
         "--hotpotqa-n", type=int, default=None, help="HotpotQA questions (default: the whole split)"
     )
+    p.add_argument(
+        "--hotpotqa-skip",
+        type=int,
+        default=0,
+        help="HotpotQA questions passed over first (a held-out slice no earlier report used)",
+    )
     p.add_argument("--babi-n", type=int, default=30, help="episodes per bAbI task")
     p.add_argument("--ruler-n", type=int, default=50, help="episodes per RULER cell")
     p.add_argument("--threads", type=int, default=2)
@@ -318,7 +326,9 @@ def main(argv: Sequence[str] | None = None) -> dict:
     }
     cells = []
     for cell in args.cells.split(","):
-        episodes = cell_episodes(cell, args.split, sizes[cell.split("-")[0]], seed)
+        episodes = cell_episodes(
+            cell, args.split, sizes[cell.split("-")[0]], seed, skip=args.hotpotqa_skip
+        )
         print(f"{cell}: {len(episodes)} questions", flush=True)
         cells.append(run_cell(cell, episodes, models, embedders, searches))
         print_cell(cells[-1])
@@ -326,6 +336,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         "benchmark": "general",
         "split": args.split,
         "seed": seed,
+        "hotpotqa_skip": args.hotpotqa_skip,
         "models": specs,
         "cells": cells,
         "machine": harness.machine_info(args.threads, "cpu"),

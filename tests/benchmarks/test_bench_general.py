@@ -180,6 +180,13 @@ def test_the_essay_noise_cell_hides_stories_in_essay_sentences() -> None:
         assert noise and all(c in pool for c in noise)
 
 
+def test_the_hotpotqa_cell_can_skip_the_questions_an_earlier_report_read() -> None:
+    first = bench_general.cell_episodes("hotpotqa", "val", 5, 0)
+    later = bench_general.cell_episodes("hotpotqa", "val", 3, 0, skip=2)
+    assert len(first) == 5
+    assert [e.id for e in later] == [e.id for e in first[2:]]
+
+
 def test_the_general_card_lists_tasks_below_dense_with_their_interval(tmp_path: Path) -> None:
     tool = _tool("export_general_checkpoint")
     paired = {"diff": -0.1, "low": -0.2, "high": 0.0, "verdict": "tie"}
