@@ -137,7 +137,7 @@ SETTINGS = {
     "max_chunk_tokens": int,
     "position_mode": PositionMode,
 }
-SEARCH_SETTINGS = {"lexical_depth": int}
+SEARCH_SETTINGS = {"lexical_depth": int, "lexical_steps": int}
 
 
 def load_with_settings(spec: str) -> tuple[QRAGModel, SearchSettings]:

@@ -79,6 +79,10 @@ class QRAGConfig:
     """BM25 fusion depth the model is meant to be searched with (``SearchSettings.lexical_depth``,
     which overrides it; ``None``: no fusion). It applies where fusion can run: an in-memory index,
     exact scan, no FAISS pre-selection. The default checkpoint sets 10, chosen on validation."""
+    lexical_steps: int | None = None
+    """How many first steps of a search fuse BM25 when ``lexical_depth`` is on
+    (``SearchSettings.lexical_steps`` overrides it); ``None``: every step. BM25 ranks by the bare
+    question, which finds a question's first fact but not the next hop."""
     trainable_layers: int | None = None
     """If set, only the top N transformer layers of each encoder are trained and saved (small
     checkpoints over a locally installed base); ``None`` trains and saves whole encoders."""
@@ -101,6 +105,8 @@ class QRAGConfig:
             raise ValueError(f"output_scale must be > 0, got {self.output_scale}")
         if self.lexical_depth is not None and self.lexical_depth < 1:
             raise ValueError(f"lexical_depth must be None or >= 1, got {self.lexical_depth}")
+        if self.lexical_steps is not None and self.lexical_steps < 1:
+            raise ValueError(f"lexical_steps must be None or >= 1, got {self.lexical_steps}")
         if self.trainable_layers is not None and self.trainable_layers < 1:
             raise ValueError(f"trainable_layers must be None or >= 1, got {self.trainable_layers}")
 

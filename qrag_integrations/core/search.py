@@ -70,14 +70,23 @@ class SearchSettings:
     rescore: int = 400
     """Compact scans: candidates per run of equal positions re-scored exactly each step."""
     lexical_depth: int | None = None
-    """Fuse BM25 of the question into every step: the best of this many chunks by Q and this
-    many by BM25, by reciprocal rank (:mod:`~qrag_integrations.core.lexical`; exact scan,
-    in-memory index). ``0``: no fusion; ``None``: the model's ``QRAGConfig.lexical_depth`` where
-    it can apply (in-memory index, exact scan, no FAISS pre-selection), else none."""
+    """Fuse BM25 of the question into the first ``lexical_steps`` steps: the best of this many
+    chunks by Q and this many by BM25, by reciprocal rank (:mod:`~qrag_integrations.core.lexical`;
+    exact scan, in-memory index). ``0``: no fusion; ``None``: the model's
+    ``QRAGConfig.lexical_depth`` where it can apply (in-memory index, exact scan, no FAISS
+    pre-selection), else none."""
+    lexical_steps: int | None = None
+    """How many first steps fuse BM25; ``None``: the model's ``QRAGConfig.lexical_steps``
+    (``None`` there: every step)."""
 
     def __post_init__(self) -> None:
         check_scan(self.scan, self.rescore)
         check_depth(self.lexical_depth)
+        steps = self.lexical_steps
+        if steps is not None and (
+            isinstance(steps, bool) or not isinstance(steps, int) or steps < 1
+        ):
+            raise QRAGError(f"lexical_steps must be None or an integer >= 1, got {steps!r}")
 
 
 class MultiStepSearcher:
@@ -210,6 +219,7 @@ class MultiStepSearcher:
             b: self._lexical.ranking(candidates[b], queries[b])  # type: ignore[arg-type]
             for b in (active if depth is not None else [])
         }
+        fused_steps = self.settings.lexical_steps or self.model.config.lexical_steps or k
         positions = self.model.config.position_mode is not PositionMode.NONE
         for step in range(1, k + 1):
             active = [b for b in active if len(picked[b]) < candidates[b].n]
@@ -225,7 +235,7 @@ class MultiStepSearcher:
                         states, questions[[question_row[b] for b in active]]
                     )
             best: list[tuple[int, float, int] | None]
-            if depth is not None:
+            if depth is not None and step <= fused_steps:
                 best = [
                     fused_best(self, candidates[b], words[b], states[i], picked[b], depth)  # type: ignore[arg-type]
                     for i, b in enumerate(active)

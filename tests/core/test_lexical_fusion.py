@@ -28,9 +28,10 @@ def word_index() -> ChunkIndex:
     return index
 
 
-def reference(model, index, query, k, depth, rows=None):
+def reference(model, index, query, k, depth, rows=None, steps=None):
     """Per step: exact Q of every candidate at its layout position, the BM25 ranking of the
-    question, reciprocal rank fusion of the top ``depth`` of each (ties: Q order)."""
+    question, reciprocal rank fusion of the top ``depth`` of each (ties: Q order); after
+    ``steps`` steps (``None``: never), the best by Q alone."""
     snap = index.snapshot()
     rows = list(range(len(snap))) if rows is None else rows
     texts = [snap.chunks[r].text for r in rows]
@@ -43,8 +44,13 @@ def reference(model, index, query, k, depth, rows=None):
     n, picked, out = len(rows), [], []
     for step in range(1, min(k, n) + 1):
         q, pos = step_q_values(model, query, texts, emb, picked)
-        dense = [int(r) for r in torch.argsort(q, descending=True, stable=True)[:depth]]
-        dense = [r for r in dense if r not in picked]
+        order = [int(r) for r in torch.argsort(q, descending=True, stable=True)]
+        if steps is not None and step > steps:
+            best = next(r for r in order if r not in picked)
+            out.append((snap.chunks[rows[best]].id, step, float(q[best]), int(pos[best])))
+            picked.append(best)
+            continue
+        dense = [r for r in order[:depth] if r not in picked]
         words = [r for r in lexical if r not in picked][:depth]
         fused: dict[int, float] = {}
         for ranking in (dense, words):
@@ -94,6 +100,31 @@ def test_each_index_of_search_each_has_its_own_words(make_model) -> None:
     assert_same(as_tuples(got[1]), reference(model, b, QUERIES[1], 2, 2))
 
 
+@pytest.mark.parametrize("mode", ["none", "relative"])
+@pytest.mark.parametrize("where", ["settings", "model"])
+def test_fusion_can_stop_after_the_first_steps(
+    make_model, mode: str, where: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = make_model(mode)
+    index = word_index()
+    settings = SearchSettings(lexical_depth=3, lexical_steps=1 if where == "settings" else None)
+    if where == "model":
+        monkeypatch.setattr(model.config, "lexical_steps", 1)  # the model is shared
+    got = MultiStepSearcher(model, index, settings).search(QUERIES, k=4)
+    for query, hits in zip(QUERIES, got):
+        assert_same(as_tuples(hits), reference(model, index, query, 4, 3, steps=1))
+    every_step = [reference(model, index, q, 4, 3) for q in QUERIES]
+    assert [as_tuples(h) for h in got] != every_step  # the later steps are not fused
+
+
+def test_bad_steps_name_the_problem() -> None:
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(QRAGError, match="lexical_steps"):
+            SearchSettings(lexical_steps=bad)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="lexical_steps"):
+        QRAGConfig(lexical_steps=0)
+
+
 def test_bad_depth_names_the_problem() -> None:
     for bad in (-1, 2.5, True, "3"):
         with pytest.raises(QRAGError, match="lexical_depth"):
@@ -103,9 +134,11 @@ def test_bad_depth_names_the_problem() -> None:
 
 
 @pytest.mark.parametrize("mode", ["none", "relative"])
-def test_the_models_own_depth_applies_unless_the_settings_say_otherwise(make_model, mode) -> None:
+def test_the_models_own_depth_applies_unless_the_settings_say_otherwise(
+    make_model, mode, monkeypatch: pytest.MonkeyPatch
+) -> None:
     model = make_model(mode)
-    model.config.lexical_depth = 3
+    monkeypatch.setattr(model.config, "lexical_depth", 3)  # the model is shared
     index = word_index()
     own = MultiStepSearcher(model, index).search(QUERIES, k=4)
     for query, hits in zip(QUERIES, own):
@@ -118,9 +151,11 @@ def test_the_models_own_depth_applies_unless_the_settings_say_otherwise(make_mod
         assert_same(as_tuples(hits), brute_force(model, index, query, 4))
 
 
-def test_the_models_own_depth_stays_out_of_compact_scans(make_model) -> None:
+def test_the_models_own_depth_stays_out_of_compact_scans(
+    make_model, monkeypatch: pytest.MonkeyPatch
+) -> None:
     model = make_model("none")
-    model.config.lexical_depth = 3
+    monkeypatch.setattr(model.config, "lexical_depth", 3)  # the model is shared
     index = word_index()
     settings = SearchSettings(scan="int8", rescore=len(TEXTS))
     for query, hits in zip(QUERIES, MultiStepSearcher(model, index, settings).search(QUERIES, k=3)):
