@@ -108,7 +108,7 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
     rescore: int = Field(default=400, ge=1)
     """Compact ``scan``: candidates re-scored exactly per step (see ``docs/retriever.md``)."""
     lexical_depth: int | None = Field(default=None, ge=0)
-    """BM25 fused into each step (best N by Q, by BM25); None: the model's (default 10); 0: off."""
+    """BM25 fusion depth in the model's lexical_steps (N by Q, N by BM25); None: model's; 0: off."""
     candidates_per_step: int = Field(default=64, ge=1)
     """Store-backed only (:meth:`from_store`): chunks asked from the store per step and re-scored
     exactly (the search is exact whenever they hold the exact arg-max)."""
