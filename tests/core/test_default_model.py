@@ -16,7 +16,12 @@ def test_the_default_is_the_packaged_general_checkpoint() -> None:
     model = load_model()
     cfg = model.config
     assert cfg.to_dict() == load_model(GENERAL_CHECKPOINT).config.to_dict()
-    assert cfg.lexical_depth == 10 and cfg.position_mode is PositionMode.NONE and cfg.normalize
+    assert (
+        cfg.lexical_depth == 10
+        and cfg.lexical_steps == 1
+        and cfg.position_mode is PositionMode.NONE
+        and cfg.normalize
+    )
     assert cfg.trainable_layers == 2 and model.embedding_dim == 384
 
 
