@@ -4,10 +4,10 @@ For each position mode (none / absolute / relative), embedding kind (cosine / th
 mean / 10) and question weight (0 / 3), one tiny random BERT is loaded on the CPU and on the
 GPU with the same weights. Its chunk embeddings are compared, then the multi-step search over a
 shared index (with and without a stop threshold and a metadata filter, with BM25 fusion
-(``lexical_depth=5``); one question at a time and batched), on a CPU fp32 index (the reference; its single-question scans use faiss), a CUDA
-fp32 index and a CUDA fp16 index, all holding the same well-separated random chunk embeddings. It
-prints, per case, how many questions got the same picks, and the largest Q-value difference
-where the picks agree. An fp16 index may break near-ties differently; fp32 should agree exactly.
+(``lexical_depth=5``); one question at a time and batched), on a CPU fp32 index (the reference;
+its single-question scans use faiss), a CUDA fp32 index and a CUDA fp16 index, all holding the
+same well-separated random chunk embeddings. It prints, per case, how many questions got the
+same picks, and the largest Q-value difference where the picks agree. An fp16 index may break near-ties differently; fp32 should agree exactly.
 
     python -m benchmarks.cuda_check.run [--out benchmarks/cuda_check/results/cuda_check.json]
 """

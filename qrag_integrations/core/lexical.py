@@ -30,11 +30,23 @@ if TYPE_CHECKING:
 RRF_C = 60
 
 
+def _check_count(name: str, value: int | None, least: int) -> None:
+    if value is not None and (
+        isinstance(value, bool) or not isinstance(value, int) or value < least
+    ):
+        raise QRAGError(f"{name} must be None or an integer >= {least}, got {value!r}")
+
+
 def check_depth(depth: int | None) -> None:
     """Raise :class:`~qrag_integrations.core.errors.QRAGError` unless ``depth`` is ``None`` or
     an integer >= 0 (0: no fusion)."""
-    if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int) or depth < 0):
-        raise QRAGError(f"lexical_depth must be None or an integer >= 0, got {depth!r}")
+    _check_count("lexical_depth", depth, 0)
+
+
+def check_steps(steps: int | None) -> None:
+    """Raise :class:`~qrag_integrations.core.errors.QRAGError` unless ``steps`` is ``None`` or
+    an integer >= 1."""
+    _check_count("lexical_steps", steps, 1)
 
 
 @functools.cache  # once: the logger level below is set right after the first import only

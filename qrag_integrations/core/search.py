@@ -22,7 +22,7 @@ from qrag_integrations.core.compact_scan import EXACT, best_compact, check_scan,
 from qrag_integrations.core.config import PositionMode
 from qrag_integrations.core.errors import QRAGError
 from qrag_integrations.core.index import ChunkIndex
-from qrag_integrations.core.lexical import LexicalRanker, check_depth, fused_best
+from qrag_integrations.core.lexical import LexicalRanker, check_depth, check_steps, fused_best
 from qrag_integrations.core.model import QRAGModel
 from qrag_integrations.core.positions import layout_runs, rotate
 from qrag_integrations.core.scan import (
@@ -82,11 +82,7 @@ class SearchSettings:
     def __post_init__(self) -> None:
         check_scan(self.scan, self.rescore)
         check_depth(self.lexical_depth)
-        steps = self.lexical_steps
-        if steps is not None and (
-            isinstance(steps, bool) or not isinstance(steps, int) or steps < 1
-        ):
-            raise QRAGError(f"lexical_steps must be None or an integer >= 1, got {steps!r}")
+        check_steps(self.lexical_steps)
 
 
 class MultiStepSearcher:

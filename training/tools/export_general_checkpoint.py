@@ -57,7 +57,8 @@ LEGEND = (
     "`gen64` = these weights searched without BM25 fusion, `gen64lex` = with fusion depth 10 in"
     " every step, `gen64lex1` / `gen64lex2` = fusion in the first 1 / 2 steps, `cur` = the"
     " previous default's weights without fusion, `general` = the packaged checkpoint as shipped,"
-    " `untrained` = the packaged MiniLM multi-step; `*` better / `!` worse than dense top-k beyond the paired 95% interval"
+    " `untrained` = the packaged MiniLM multi-step; `*` better / `!` worse than dense top-k"
+    " beyond the paired 95% interval"
 )
 
 
