@@ -25,6 +25,9 @@ from qrag_integrations.core.openvino_backend import OpenVinoEncoder, openvino_en
 from qrag_integrations.core.positions import rotate
 from qrag_integrations.core.precision import AutocastEncoder
 
+#: Texts tokenized at a time to count their tokens (:meth:`QRAGModel.length_order`).
+LENGTH_WINDOW = 4096
+
 
 @contextlib.contextmanager
 def eval_mode(module: nn.Module) -> Iterator[None]:
@@ -165,6 +168,24 @@ class QRAGModel(nn.Module):
             "attention_mask": batch["attention_mask"].to(self.device),
         }
 
+    def length_order(self, texts: Sequence[str], max_tokens: int) -> list[int]:
+        """Indices of ``texts``, longest first by token count after truncation to ``max_tokens``.
+
+        Batches cut from this order pad less than batches of texts sorted by characters
+        (sentence-transformers' order; ``benchmarks/index_build`` measures both). Lengths are counted in windows of :data:`LENGTH_WINDOW` texts, so memory holds one
+        window's token ids at a time; ties keep the input order.
+        """
+        limit = self.state_encoder.max_positions
+        max_length = max_tokens if limit is None else min(max_tokens, limit)
+        lengths: list[int] = []
+        for start in range(0, len(texts), LENGTH_WINDOW):
+            window = list(texts[start : start + LENGTH_WINDOW])
+            counted = self.tokenizer(
+                window, truncation=True, max_length=max_length, return_length=True
+            )
+            lengths.extend(int(n) for n in counted["length"])
+        return sorted(range(len(texts)), key=lambda i: -lengths[i])
+
     # -- embeddings ---------------------------------------------------------------------------
     def set_backend(
         self,
@@ -253,7 +274,7 @@ class QRAGModel(nn.Module):
         encoder is; e.g. the chunk encoder in training, or a frozen teacher)."""
         if len(texts) <= batch_size:
             return encoder(**self.tokenize(texts, max_tokens))
-        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        order = self.length_order(texts, max_tokens)
         parts = [
             encoder(**self.tokenize([texts[i] for i in order[s : s + batch_size]], max_tokens))
             for s in range(0, len(order), batch_size)
@@ -274,14 +295,14 @@ class QRAGModel(nn.Module):
     ) -> torch.Tensor:
         """Unrotated chunk embeddings ``(N, D)`` for inference, batched by similar length.
 
-        Texts are sorted by length before batching so little compute goes to padding; the result
-        is in the input order.
+        Texts are sorted by token count (:meth:`length_order`) before batching so little compute
+        goes to padding; the result is in the input order.
         """
         n = len(texts)
         out = torch.empty((n, self.embedding_dim), dtype=out_dtype, device=self.device)
         if n == 0:
             return out
-        order = sorted(range(n), key=lambda i: -len(texts[i]))
+        order = self.length_order(texts, self.config.max_chunk_tokens)
         bar = tqdm(total=n, desc="embedding chunks", unit="chunk", disable=not show_progress)
         for start in range(0, n, batch_size):
             ids = order[start : start + batch_size]

@@ -106,6 +106,24 @@ def test_many_states_are_encoded_in_length_batches_in_input_order(model: QRAGMod
     assert model.embed_states(texts[:3], batch_size=1).requires_grad
 
 
+def test_length_order_is_by_tokens_after_truncation_across_windows(
+    model: QRAGModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Longest first by token count (not characters), capped at the budget, ties in input order,
+    the same when lengths are counted in several windows."""
+    from qrag_integrations.core import model as model_module
+
+    # "kitchen" is one token of 7 characters, "a b c d" four tokens of 7 characters
+    texts = ["kitchen", "a b c d", "mary went to the garden again", "x", "the the the"]
+    counts = [len(model.tokenizer(t, truncation=True, max_length=5)["input_ids"]) for t in texts]
+    expected = sorted(range(len(texts)), key=lambda i: -counts[i])
+    assert model.length_order(texts, 5) == expected
+    assert counts[2] == 5 and counts[1] > counts[0]  # truncated to the budget; tokens, not chars
+    monkeypatch.setattr(model_module, "LENGTH_WINDOW", 2)
+    assert model.length_order(texts, 5) == expected
+    assert model.length_order([], 5) == []
+
+
 def test_output_scale_divides(tiny_bert_dir: Path) -> None:
     m10 = QRAGModel.from_base(paper_config(tiny_bert_dir, output_scale=10.0))
     m4 = QRAGModel.from_base(paper_config(tiny_bert_dir, output_scale=4.0))

@@ -165,7 +165,7 @@ class PQNAgent:
         shape = (len(texts), self.model.embedding_dim)
         online = torch.empty(shape, device=self.model.device)
         target = torch.empty(shape, device=self.model.device)
-        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        order = self.model.length_order(texts, self.model.config.max_chunk_tokens)
         bs = self.config.embed_batch_size
         with eval_mode(self.model):
             for start in range(0, len(order), bs):
