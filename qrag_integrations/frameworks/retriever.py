@@ -38,10 +38,7 @@ from qrag_integrations.frameworks.constructors import (
     RetrieverConstructors,
     check_store_options,
 )
-from qrag_integrations.frameworks.conversion import (
-    chunk_to_langchain,
-    documents_to_chunks,
-)
+from qrag_integrations.frameworks.conversion import chunk_to_langchain, documents_to_chunks
 from qrag_integrations.frameworks.retriever_bases import LangChainFace, LlamaIndexFace
 from qrag_integrations.stores.corpus import StoreCorpus, open_store
 from qrag_integrations.stores.search import StoreStats
@@ -109,6 +106,8 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
     """Compact ``scan``: candidates re-scored exactly per step (see ``docs/retriever.md``)."""
     lexical_depth: int | None = Field(default=None, ge=0)
     """BM25 fusion depth in the model's lexical_steps (N by Q, N by BM25); None: model's; 0: off."""
+    lexical_steps: int | None = Field(default=None, ge=1)
+    """First steps that fuse BM25 when fusion is on; None: the model's own (every step if unset)."""
     candidates_per_step: int = Field(default=64, ge=1)
     """Store-backed only (:meth:`from_store`): chunks asked from the store per step and re-scored
     exactly (the search is exact whenever they hold the exact arg-max)."""
@@ -172,10 +171,8 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
             collection_name,
             rank_by,
         )
-        if "k" in data:
-            validation.check_k(
-                data["k"]
-            )  # before pydantic, which would coerce "3", True or 2.0 to an int
+        if "k" in data:  # before pydantic, which would coerce "3", True or 2.0 to an int
+            validation.check_k(data["k"])
         super().__init__(**data)
         LIBaseRetriever.__init__(self, callback_manager=callback_manager)
         if self.index_dtype not in INDEX_DTYPES:
@@ -206,6 +203,7 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
             scan=self.scan,
             rescore=self.rescore,
             lexical_depth=self.lexical_depth,
+            lexical_steps=self.lexical_steps,
         )
         self._corpus = IndexCorpus(model, index, settings)
         if texts is not None:

@@ -32,6 +32,7 @@ SETTINGS = (
     "scan",
     "rescore",
     "lexical_depth",
+    "lexical_steps",
     "device",
     "checkpoint",
 )
@@ -106,6 +107,7 @@ def test_round_trip_keeps_results_and_every_setting(qrag_checkpoint, tmp_path):
         scan="binary",
         rescore=3,
         lexical_depth=5,
+        lexical_steps=1,
     )
     r.save(tmp_path / "saved")
     loaded = QRAGRetriever.load(tmp_path / "saved")
@@ -118,6 +120,7 @@ def test_round_trip_keeps_results_and_every_setting(qrag_checkpoint, tmp_path):
     )
     assert loaded.index.dtype == r.index.dtype
     assert loaded.scan == "binary" and loaded.rescore == 3 and loaded.lexical_depth == 5
+    assert loaded.lexical_steps == 1
     assert [len(x) for x in got] == [4, 4]
     assert [n.node.node_id for n in loaded.retrieve(QUESTIONS[0])] == [x[0] for x in got[0]]
     # device can be overridden at load time

@@ -1,0 +1,37 @@
+"""The retriever's BM25 fusion fields (``lexical_depth``, ``lexical_steps``) reach the core search."""
+
+from __future__ import annotations
+
+import pytest
+
+from qrag_integrations import QRAGRetriever
+from qrag_integrations.core.search import MultiStepSearcher, SearchSettings
+
+WORDS = ["apple", "river", "garden", "kitchen", "football", "office", "milk", "castle"]
+TEXTS = [f"{WORDS[i % 8]} {WORDS[(3 * i + 1) % 8]} note {i}" for i in range(24)]
+QUERIES = ["where is the football", "apple garden", "castle milk river", "kitchen office note"]
+
+
+def ids_of(docs) -> list[str]:
+    return [d.id for d in docs]
+
+
+def test_lexical_steps_limits_fusion_as_the_core_search_does(make_model) -> None:
+    model = make_model("none")
+    results: dict[int | None, list[list[str]]] = {}
+    for steps in (1, None):
+        retriever = QRAGRetriever(
+            model=model, texts=TEXTS, k=4, lexical_depth=3, lexical_steps=steps
+        )
+        core = MultiStepSearcher(
+            model, retriever.index, SearchSettings(lexical_depth=3, lexical_steps=steps)
+        ).search(QUERIES, k=4)
+        results[steps] = [ids_of(retriever.invoke(q)) for q in QUERIES]
+        assert results[steps] == [[h.chunk.id for h in hits] for hits in core]
+    assert results[1] != results[None]  # fusing only the first step changes later picks
+
+
+def test_bad_lexical_steps_is_refused_by_name(make_model) -> None:
+    for bad in (0, -2):
+        with pytest.raises(ValueError, match="lexical_steps"):
+            QRAGRetriever(model=make_model("none"), lexical_steps=bad)
