@@ -118,7 +118,7 @@ def build_run(
     import faiss
 
     from qrag_integrations.core.index import ChunkIndex
-    from qrag_integrations.core.search import MultiStepSearcher
+    from qrag_integrations.core.search import MultiStepSearcher, SearchSettings
 
     dim = model.embedding_dim
     texts = make_texts(n, lines)
@@ -132,7 +132,7 @@ def build_run(
     vectors = snap.embeddings.detach().float().cpu().numpy()
     flat = faiss.IndexFlatIP(dim)
     flat.add(vectors)
-    searcher = MultiStepSearcher(model, index)
+    searcher = MultiStepSearcher(model, index, SearchSettings(lexical_depth=args.lexical_depth))
     row_of = {c.id: r for r, c in enumerate(snap.chunks)}
     return SizeRun(model, args, queries, index, snap, flat, searcher, CachedStates(model), row_of)
 
@@ -287,7 +287,7 @@ def measure_fp16(run: SizeRun, single: dict) -> dict:
     args, snap, n = run.args, run.snap, len(run.snap)
     index16 = ChunkIndex(run.model.embedding_dim, dtype=torch.float16, device=args.device)
     index16.add([c.text for c in snap.chunks], snap.embeddings, ids=[c.id for c in snap.chunks])
-    s16 = MultiStepSearcher(run.model, index16)
+    s16 = MultiStepSearcher(run.model, index16, run.searcher.settings)
     s16.search([run.queries[0]], k=args.k)
     t16: list[float] = []
     t32: list[float] = []

@@ -11,6 +11,7 @@ the same model (measured at start-up on real sentences), because embedding 400K 
 
     python -m benchmarks.search.run                    # N = 1K, 10K, 100K, 400K
     python -m benchmarks.search.run --sizes 1000,10000 --queries 10
+    python -m benchmarks.search.run --checkpoint packaged:qrag-general-minilm   # its own BM25 fusion
 
 Writes ``benchmarks/results/search.json`` and ``benchmarks/results/search_latency.png``.
 The measurements are in ``search/modes.py`` (one function per mode), the synthetic corpus in
@@ -82,6 +83,17 @@ def main(argv: list[str] | None = None) -> int:
         default="400000",
         help="sizes also measured with fp16 index storage ('' for none)",
     )
+    p.add_argument(
+        "--checkpoint",
+        default=PACKAGED_MINILM,
+        help="model searched (and encoding the dense baseline's questions); default the untrained MiniLM",
+    )
+    p.add_argument(
+        "--lexical-depth",
+        type=int,
+        default=None,
+        help="SearchSettings.lexical_depth (default: the model's own; 0: no BM25 fusion)",
+    )
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--device", default="cpu")
     p.add_argument("--seed", type=int, default=0)
@@ -112,10 +124,10 @@ def main(argv: list[str] | None = None) -> int:
     import qrag_integrations
     from qrag_integrations.core.config import PositionMode
 
-    model = qrag_integrations.load_model(PACKAGED_MINILM, device=args.device).eval()
+    model = qrag_integrations.load_model(args.checkpoint, device=args.device).eval()
     if model.config.position_mode is not PositionMode.RELATIVE:
         print(
-            f"warning: the MiniLM model uses {model.config.position_mode.value} positions",
+            f"note: the model uses {model.config.position_mode.value} positions",
             file=sys.stderr,
         )
     lines = shakespeare_lines()
@@ -154,6 +166,11 @@ def main(argv: list[str] | None = None) -> int:
             "embedding_dim": model.embedding_dim,
             "position_mode": model.config.position_mode.value,
             "max_state_tokens": model.config.max_state_tokens,
+            "checkpoint": args.checkpoint,
+            "lexical_depth": model.config.lexical_depth
+            if args.lexical_depth is None
+            else args.lexical_depth,
+            "lexical_steps": model.config.lexical_steps,
         },
         "embeddings": {
             "kind": "synthetic: random unit directions scaled to measured real chunk-embedding norms",

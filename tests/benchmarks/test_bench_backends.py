@@ -35,6 +35,24 @@ def test_tiny_run_writes_the_rows(tmp_path: Path) -> None:
         assert 0.0 <= row["babilong_val_em@6"] <= 1.0
 
 
+def test_quality_only_runs_no_timing(tmp_path: Path, tiny_bert_dir: Path) -> None:
+    result = bench.main(
+        [
+            "--quality-only",
+            "--checkpoint", str(tiny_bert_dir),
+            "--hotpotqa", "3",
+            "--babilong", "1",
+            "--backends", "torch fp32,torch bf16",
+            "--out", str(tmp_path / "quality.json"),
+        ]
+    )  # fmt: skip
+    assert result["checkpoint"] == str(tiny_bert_dir) and result["size"] is None
+    for row in result["backends"].values():
+        assert "build_chunks_per_second" not in row and "search_seconds_per_question" not in row
+        assert 0.0 <= row["hotpotqa_val_em@4"] <= 1.0 and 0.0 <= row["babilong_val_em@6"] <= 1.0
+    assert result["backends"]["torch fp32"]["same_picks_as_torch"] == 1.0
+
+
 def test_unknown_rows_are_refused() -> None:
     with pytest.raises(SystemExit, match="unknown"):
         bench.main(["--backends", "openvino"])
