@@ -4,7 +4,7 @@ The retriever's ``batch`` runs one search for all its questions: every step enco
 states together and, when positions do not depend on the picks (the default's position mode
 ``none``), scores the whole batch in one pass over the index. Index: ``--size`` chunks of real
 texts with random embeddings scaled to real norms (``benchmarks/search/corpus.py``; scan costs do
-not depend on the values), the untrained packaged MiniLM (question anchoring). For each
+not depend on the values), the untrained packaged MiniLM (question anchoring) or ``--checkpoint``. For each
 batch size: the time of one ``search(batch, k)`` call, and of the same questions one call each,
 and the share of questions whose picks are the same both ways (states encoded in one batch differ
 from single encodes by float rounding). ``--scan bf16`` scans a bfloat16 copy of the embeddings
@@ -40,6 +40,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--batches", default="1,16,64", help="comma-separated batch sizes")
     p.add_argument("--k", type=int, default=3, help="search steps")
     p.add_argument("--reps", type=int, default=3, help="repetitions per measurement (median)")
+    p.add_argument(
+        "--checkpoint",
+        default=PACKAGED_MINILM,
+        help="model searched (default the untrained MiniLM; packaged:qrag-general-minilm fuses "
+        "BM25 in its first step)",
+    )
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument(
@@ -63,7 +69,7 @@ def timed(fn) -> float:
 def main(argv: Sequence[str] | None = None) -> dict:
     args = parse_args(argv)
     harness.set_threads(args.threads)
-    model = qrag_integrations.load_model(PACKAGED_MINILM).eval()
+    model = qrag_integrations.load_model(args.checkpoint).eval()
     apply_backend(model, args)
     index = synthetic_index(model, args.size, args.seed, shakespeare_lines())
     searcher = MultiStepSearcher(model, index, SearchSettings(scan=args.scan, rescore=args.rescore))
@@ -104,6 +110,9 @@ def main(argv: Sequence[str] | None = None) -> dict:
     result = {
         **harness.provenance(argv, args.threads),
         "model": model.config.base_model,
+        "checkpoint": args.checkpoint,
+        "lexical_depth": model.config.lexical_depth,
+        "lexical_steps": model.config.lexical_steps,
         "position_mode": model.config.position_mode.value,
         **backend_summary(model),
         "size": args.size,

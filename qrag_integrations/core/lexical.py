@@ -20,7 +20,13 @@ import numpy as np
 import torch
 
 from qrag_integrations.core.errors import QRAGError, optional_import
-from qrag_integrations.core.scan import BuiltFor, cpu_fp32, inner_products_cpu, score_at_positions
+from qrag_integrations.core.scan import (
+    BuiltFor,
+    cpu_fp32,
+    inner_products_cpu,
+    score_at_positions,
+    score_dtype,
+)
 
 if TYPE_CHECKING:
     from qrag_integrations.core.candidates import IndexCandidates
@@ -130,6 +136,49 @@ def top_by_q(
     ]
 
 
+def top_by_q_shared(
+    searcher: MultiStepSearcher,
+    cands: IndexCandidates,
+    states: torch.Tensor,
+    picked: list[list[int]],
+    depth: int,
+) -> list[list[tuple[int, float, int]]] | None:
+    """:func:`top_by_q` of a batch of states that share one layout (the first step, or no
+    positions) in one pass over the index, as a batch's plain steps are scanned; ``None`` where
+    that does not serve (one state, absolute positions, a filtered subset)."""
+    n, emb = cands.n, cands.emb
+    runs = searcher._runs(n, [])
+    if runs is None or states.shape[0] < 2 or cands.rows is not None:
+        return None
+    dtype, block = score_dtype(emb), searcher.settings.block_size
+    rotated = searcher._rotated_states(states.float(), [p for _, _, p in runs])
+    top_q = torch.empty((0, states.shape[0]))
+    top_rank = torch.empty((0, states.shape[0]), dtype=torch.long)
+    top_pos = torch.empty((0, states.shape[0]), dtype=torch.long)
+    for (a, b, p), rot in zip(runs, rotated):
+        for lo in range(a, b, block):
+            hi = min(b, lo + block)
+            scores = (emb[lo:hi].to(dtype) @ rot.to(device=emb.device, dtype=dtype).T).float()
+            scores = scores.cpu()
+            for col, ranks in enumerate(picked):
+                local = [r - lo for r in ranks if lo <= r < hi]
+                if local:
+                    scores[local, col] = -torch.inf
+            q, r = scores.topk(min(depth, hi - lo), dim=0)
+            q, r = torch.cat([top_q, q]), torch.cat([top_rank, r + lo])
+            pos = torch.cat([top_pos, torch.full_like(r[len(top_pos) :], p)])
+            top_q, keep = q.topk(min(depth, len(q)), dim=0)
+            top_rank, top_pos = r.gather(0, keep), pos.gather(0, keep)
+    return [
+        [
+            (int(r), float(q), int(p))
+            for q, r, p in zip(top_q[:, i], top_rank[:, i], top_pos[:, i])
+            if q > -torch.inf
+        ]
+        for i in range(states.shape[0])
+    ]
+
+
 def fused_best(
     searcher: MultiStepSearcher,
     cands: IndexCandidates,
@@ -137,10 +186,12 @@ def fused_best(
     state: torch.Tensor,
     picked: list[int],
     depth: int,
+    dense: list[tuple[int, float, int]] | None = None,
 ) -> tuple[int, float, int] | None:
     """The pick ``(rank, Q, position)`` of one step by reciprocal rank fusion of the Q ranking
-    and the question's BM25 ranking ``lexical``; ``None`` when nothing is left."""
-    dense = top_by_q(searcher, cands, state, picked, depth)
+    (``dense``: the ``depth`` best by Q when already scanned, :func:`top_by_q_shared`) and the
+    question's BM25 ranking ``lexical``; ``None`` when nothing is left."""
+    dense = top_by_q(searcher, cands, state, picked, depth) if dense is None else dense
     if not dense:
         return None
     taken = set(picked)

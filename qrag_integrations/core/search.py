@@ -22,7 +22,13 @@ from qrag_integrations.core.compact_scan import EXACT, best_compact, check_scan,
 from qrag_integrations.core.config import PositionMode
 from qrag_integrations.core.errors import QRAGError
 from qrag_integrations.core.index import ChunkIndex
-from qrag_integrations.core.lexical import LexicalRanker, check_depth, check_steps, fused_best
+from qrag_integrations.core.lexical import (
+    LexicalRanker,
+    check_depth,
+    check_steps,
+    fused_best,
+    top_by_q_shared,
+)
 from qrag_integrations.core.model import QRAGModel
 from qrag_integrations.core.positions import layout_runs, rotate
 from qrag_integrations.core.scan import (
@@ -232,8 +238,14 @@ class MultiStepSearcher:
                     )
             best: list[tuple[int, float, int] | None]
             if depth is not None and step <= fused_steps:
+                tops = None  # the batch's best by Q in one scan where it shares one layout
+                if shared and (step == 1 or not positions):
+                    taken = [picked[b] for b in active]
+                    tops = top_by_q_shared(self, candidates[0], states, taken, depth)  # type: ignore[arg-type]
                 best = [
-                    fused_best(self, candidates[b], words[b], states[i], picked[b], depth)  # type: ignore[arg-type]
+                    fused_best(
+                        self, candidates[b], words[b], states[i], picked[b], depth, tops and tops[i]
+                    )  # type: ignore[arg-type]
                     for i, b in enumerate(active)
                 ]
             elif use_faiss:

@@ -178,3 +178,29 @@ def test_bm25s_is_quiet_and_its_absence_is_a_clear_error(monkeypatch: pytest.Mon
         lexical._bm25s()
     monkeypatch.undo()
     lexical._bm25s.cache_clear()
+
+
+@pytest.mark.parametrize("mode", ["none", "none-anchored", "relative", "absolute"])
+@pytest.mark.parametrize("block", [5, 4096])
+def test_a_batch_scans_its_fused_steps_once_with_the_same_picks(
+    make_model, mode: str, block: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch's fused steps rank by Q in one pass over the index (blocks merged); each question
+    gets the picks of the definition, as when searched alone."""
+    from qrag_integrations.core import lexical
+
+    model = make_model(mode)
+    index = word_index()
+    settings = SearchSettings(lexical_depth=3, block_size=block)
+    calls = []
+    shared = lexical.top_by_q_shared
+    monkeypatch.setattr(
+        "qrag_integrations.core.search.top_by_q_shared",
+        lambda *a: calls.append(shared(*a)) or calls[-1],
+    )
+    together = MultiStepSearcher(model, index, settings).search(QUERIES, k=4)
+    for query, hits in zip(QUERIES, together):
+        assert_same(as_tuples(hits), reference(model, index, query, 4, 3))
+    # the first step always shares one layout; without positions every step does
+    served = [c for c in calls if c is not None]
+    assert len(served) == (0 if mode == "absolute" else 4 if mode.startswith("none") else 1)
