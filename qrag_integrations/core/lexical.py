@@ -89,16 +89,24 @@ class LexicalRanker:
         # never used
         self._slot = BuiltFor()
 
-    def ranking(self, cands: IndexCandidates, question: str) -> np.ndarray:
+    def ranking(
+        self, cands: IndexCandidates, question: str, limit: int | None = None
+    ) -> np.ndarray:
         """Candidate ranks (document order among ``cands``) with a positive BM25 score for
-        ``question``, best first."""
+        ``question``, best first (ties in document order); the first ``limit`` of them when given
+        (a search needs its depth plus its fused steps' picks, not a sort of every hit)."""
         snap = cands.snap
         index = self._slot.get(snap.embeddings, lambda: bm25_index([c.text for c in snap.chunks]))
         scores = np.asarray(index.get_scores(bm25_query(question)[0]), dtype=np.float64)
         if cands.rows is not None:
             scores = scores[cands.rows]
         hits = np.flatnonzero(scores > 0)
-        return hits[np.argsort(-scores[hits], kind="stable")]
+        if limit is not None and limit < hits.size:
+            # every hit scoring at least the limit-th best: the same first ``limit`` as a full
+            # stable sort, ties at the cut included
+            cut = np.partition(scores[hits], hits.size - limit)[hits.size - limit]
+            hits = hits[scores[hits] >= cut]
+        return hits[np.argsort(-scores[hits], kind="stable")][:limit]
 
 
 def top_by_q(

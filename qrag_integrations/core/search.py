@@ -217,11 +217,11 @@ class MultiStepSearcher:
         question_row: dict[int, int] = {}
         questions = torch.empty(0)
         depth = self._lexical_depth(candidates)
+        fused_steps = min(k, self.settings.lexical_steps or self.model.config.lexical_steps or k)
         words = {
-            b: self._lexical.ranking(candidates[b], queries[b])  # type: ignore[arg-type]
+            b: self._lexical.ranking(candidates[b], queries[b], depth + fused_steps)  # type: ignore[arg-type, operator]
             for b in (active if depth is not None else [])
         }
-        fused_steps = self.settings.lexical_steps or self.model.config.lexical_steps or k
         positions = self.model.config.position_mode is not PositionMode.NONE
         for step in range(1, k + 1):
             active = [b for b in active if len(picked[b]) < candidates[b].n]

@@ -204,3 +204,20 @@ def test_a_batch_scans_its_fused_steps_once_with_the_same_picks(
     # the first step always shares one layout; without positions every step does
     served = [c for c in calls if c is not None]
     assert len(served) == (0 if mode == "absolute" else 4 if mode.startswith("none") else 1)
+
+
+def test_a_limited_bm25_ranking_is_the_head_of_the_full_one() -> None:
+    """Ties at the cut (many chunks share a word) keep the full stable sort's order."""
+    from qrag_integrations.core.candidates import IndexCandidates
+    from qrag_integrations.core.lexical import LexicalRanker
+
+    texts = [f"apple note {i}" for i in range(10)] + ["apple apple river", "river"] * 3
+    index = ChunkIndex(4)
+    index.add(texts, torch.randn(len(texts), 4, generator=torch.Generator().manual_seed(0)))
+    cands = IndexCandidates.of(index.snapshot(), None)
+    ranker = LexicalRanker()
+    for query in ("apple", "river apple", "apple note 3"):
+        full = ranker.ranking(cands, query)
+        assert len(full) > 3
+        for limit in (1, 2, 3, 7, len(full), len(full) + 5):
+            assert ranker.ranking(cands, query, limit).tolist() == full[:limit].tolist()
