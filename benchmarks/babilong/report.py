@@ -183,6 +183,40 @@ def timing_table(result: dict) -> str:
     )
 
 
+def paired_table(result: dict, baseline: str = "dense") -> str:
+    """Each method minus ``baseline`` on the same stories, qa1-qa5 pooled per length: mean
+    difference of EM@facts / EM@budget and its bootstrap 95% interval (results that carry
+    ``per_sample``)."""
+    from qrag_training.paired import paired_bootstrap
+
+    cells = [c for c in _cells(result, "babilong") if baseline in c["methods"]]
+    tasks, lengths = _grid(cells)
+    lines = [
+        f"| method - {baseline} | "
+        + " | ".join(f"{_tokens(t)} EM@facts / EM@budget" for t in lengths)
+        + " |",
+        "|---|" + "---:|" * len(lengths),
+    ]
+    for name in result["methods"]:
+        if name == baseline:
+            continue
+        row = []
+        for length in lengths:
+            here = [c for c in cells if c["tokens"] == length and name in c["methods"]]
+            if len(here) != len(tasks) or "per_sample" not in here[0]["methods"][name]:
+                row.append("-")
+                continue
+            diffs = []
+            for metric in ("em@facts", "em@budget"):
+                a = [x for c in here for x in c["methods"][name]["per_sample"][metric]]
+                b = [x for c in here for x in c["methods"][baseline]["per_sample"][metric]]
+                d = paired_bootstrap(a, b)
+                diffs.append(f"{d.diff:+.3f} [{d.low:+.3f}, {d.high:+.3f}]")
+            row.append(" / ".join(diffs))
+        lines.append(f"| {name} | " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
 def report(result: dict) -> str:
     """Every table of a result, in Markdown."""
     m = result["machine"]
@@ -194,6 +228,8 @@ def report(result: dict) -> str:
     ]
     if _cells(result, "babilong"):
         parts += [average_table(result), task_table(result), stop_table(result)]
+        if "dense" in result["methods"]:
+            parts.append(paired_table(result))
     if _cells(result, "ruler"):
         parts.append(ruler_table(result))
     parts.append(timing_table(result))

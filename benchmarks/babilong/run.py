@@ -18,9 +18,9 @@ Methods, all run in one process on the same episodes:
 
 * every ``--checkpoint NAME=PATH``: Q-RAG multi-step search with the product's own search
   (``qrag_training.baselines.greedy_retrieve`` -> ``MultiStepSearcher``), ``--steps`` picks;
-* ``untrained``: the default model of ``QRAGRetriever`` without ``checkpoint=`` (packaged MiniLM,
+* ``untrained``: the untrained packaged MiniLM (``packaged:all-MiniLM-L6-v2``,
   or ``--base``), the same search;
-* ``dense``: single-step top-k by cosine with the untrained default's encoder;
+* ``dense``: single-step top-k by cosine with the untrained MiniLM's encoder;
 * ``bm25``: single-step BM25 top-k (``bm25s``, English stop words).
 
 Metrics per cell (task x length): ``em@facts`` (every supporting fact among the first
@@ -50,7 +50,7 @@ from qrag_training.data.babilong import babilong_dataset, tokens_to_sentences
 from qrag_training.data.episode import Episode
 from qrag_training.data.noise import MIXED, NoisePool, NoiseSource
 from qrag_training.data.ruler import NIAH_MULTIKEY, NIAH_MULTIVALUE, NIAH_SINGLE, ruler_dataset
-from qrag_training.metrics import Retrieval, em_recall, stop_metrics
+from qrag_training.metrics import Retrieval, em_recall, fact_metrics, stop_metrics
 
 from benchmarks.babilong.cells import POOL_MAX, SPLIT_SEEDS, Method
 from benchmarks.babilong.report import plot, report
@@ -96,6 +96,11 @@ def cell_metrics(
         [p[: len(g)] for p, g in zip(picks, gold)], gold
     )
     out["em@budget"], out["recall@budget"] = em_recall([p[:k] for p in picks], gold)
+    # per sample (0/1), for paired comparisons of methods on the same samples
+    out["per_sample"] = {
+        "em@facts": [int(fact_metrics(p[: len(g)], g)[0]) for p, g in zip(picks, gold)],
+        "em@budget": [int(fact_metrics(p[:k], g)[0]) for p, g in zip(picks, gold)],
+    }
     if thresholds:
         out["stop"] = [
             stop_metrics(picks, [r.scores for r in results], gold, t) for t in thresholds

@@ -120,7 +120,7 @@ def test_pool_embedder_embeds_only_texts_outside_the_pool(model, tmp_path):
 
 def test_tiny_benchmark_run(tiny_bert_dir, tmp_path):
     from benchmarks.babilong import run as bench_babilong
-    from benchmarks.babilong.report import report
+    from benchmarks.babilong.report import paired_table, report
 
     out = tmp_path / "result.json"
     argv = [
@@ -165,6 +165,8 @@ def test_tiny_benchmark_run(tiny_bert_dir, tmp_path):
     for cell in result["cells"]:
         for name, row in cell["methods"].items():
             assert 0 <= row["em@facts"] <= row["em@budget"] <= 1 and 0 <= row["recall@budget"] <= 1
+            for metric, per in row["per_sample"].items():
+                assert len(per) == cell["n"] and sum(per) / len(per) == pytest.approx(row[metric])
             assert ("stop" in row) == (name == "tiny")
             if name in (
                 "tiny",
@@ -175,6 +177,14 @@ def test_tiny_benchmark_run(tiny_bert_dir, tmp_path):
     # the checkpoint and the default share the tiny encoder: one pool embedding, read back once
     assert [i["cache_hit"] for i in result["pool_embedding"].values()] == [False, True]
     assert "| tiny |" in report(result) and "niah_multivalue" in report(result)
+    # paired against dense on the same stories: a row per other method, each length a column
+    paired = paired_table(result)
+    assert "| method - dense | 1K EM@facts / EM@budget | 2K EM@facts / EM@budget |" in paired
+    assert [line.split(" |")[0] for line in paired.splitlines()[2:]] == [
+        "| tiny",
+        "| untrained",
+        "| bm25",
+    ]
     again = bench_babilong.main([*argv, "--no-plot"])
     assert all(i["cache_hit"] for i in again["pool_embedding"].values())
     assert (
