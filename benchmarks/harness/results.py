@@ -3,6 +3,7 @@ and the JSON writer."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import platform
@@ -13,16 +14,24 @@ from pathlib import Path
 
 
 def set_threads(threads: int) -> None:
-    """Thread count for both torch and FAISS (OpenMP)."""
+    """Thread count for both torch and FAISS (OpenMP); also pins :func:`code_version` to the
+    commit checked out now, at the start of a run (a commit made while it runs is not its code)."""
     import faiss
     import torch
 
     torch.set_num_threads(threads)
     faiss.omp_set_num_threads(threads)
+    code_version()
 
 
 def code_version() -> dict:
-    """Commit of the checkout and where ``qrag_integrations`` was imported from."""
+    """Commit of the checkout when first asked in this process (runs ask at their start:
+    :func:`set_threads`) and where ``qrag_integrations`` was imported from."""
+    return dict(_code_version_at_first_call())
+
+
+@functools.cache
+def _code_version_at_first_call() -> dict:
     import qrag_integrations
 
     try:
