@@ -33,7 +33,8 @@ from benchmarks.harness.texts import shakespeare_lines
 from benchmarks.search.corpus import make_embeddings, make_texts
 
 #: The CLI whose hidden ``--memory-child`` option runs :func:`measure_memory`.
-BENCH_SCRIPT = Path(__file__).resolve().with_name("search/run.py")
+#: The repository root, where ``python -m benchmarks.search.run`` runs (the memory child).
+REPO_ROOT = Path(__file__).resolve().parents[2]
 #: Per-query latencies recorded by the single and batched modes.
 LATENCY_KEYS = ("t_enc", "t_faiss_search", "t_qrag", "t_enc_states", "t_qrag_scan_direct")
 
@@ -356,7 +357,8 @@ def memory_in_child(n: int, args: argparse.Namespace, norm: float) -> dict:
     """:func:`measure_memory` in a fresh ``search/run.py --memory-child`` process."""
     cmd = [
         sys.executable,
-        str(BENCH_SCRIPT),
+        "-m",
+        "benchmarks.search.run",
         "--memory-child",
         str(n),
         "--norm",
@@ -370,5 +372,5 @@ def memory_in_child(n: int, args: argparse.Namespace, norm: float) -> dict:
         "--threads",
         str(args.threads),
     ]
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=REPO_ROOT).stdout
     return json.loads(out.strip().splitlines()[-1])
