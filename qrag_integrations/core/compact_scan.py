@@ -57,6 +57,12 @@ class CompactScanner:
         self.kind = kind
         self._slot = BuiltFor()
 
+    @property
+    def exact_alone(self) -> bool:
+        """Whether a lone question is still scanned exactly (a bf16 copy serves batches only),
+        so that a model's own BM25 fusion, which ranks by exact Q, fits this scan."""
+        return self.kind == BF16
+
     def serves(self, batch: int, one_layout: bool) -> bool:
         """Whether this copy scans for ``batch`` states at once; ``one_layout``: every state has
         the same layout of positions (a bf16 copy serves only two or more states that share one

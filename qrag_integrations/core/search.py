@@ -301,7 +301,8 @@ class MultiStepSearcher:
             if explicit and not in_memory:
                 raise QRAGError("lexical fusion (lexical_depth) searches an in-memory index only")
             return explicit or None
-        exact = self._compact is None and self.settings.faiss_candidates is None
+        exact = self._compact is None or self._compact.exact_alone  # fusion scans exactly
+        exact = exact and self.settings.faiss_candidates is None
         return self.model.config.lexical_depth if in_memory and exact else None
 
     def _state_text(self, query: str, candidates: CandidateSet, picked: list[int]) -> str:

@@ -162,6 +162,25 @@ def test_the_models_own_depth_stays_out_of_compact_scans(
         assert_same(as_tuples(hits), brute_force(model, index, query, 3))
 
 
+@pytest.mark.parametrize("mode", ["none", "relative"])
+def test_the_models_own_depth_applies_with_a_bf16_batch_scan(
+    make_model, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bf16 copy serves batches only; a lone question is scanned exactly, and both get the
+    model's own fusion (its fused steps rank by exact Q)."""
+    model = make_model(mode)
+    monkeypatch.setattr(model.config, "lexical_depth", 3)  # the model is shared
+    monkeypatch.setattr(model.config, "lexical_steps", 1)
+    index = word_index()
+    searcher = MultiStepSearcher(model, index, SearchSettings(scan="bf16", rescore=len(TEXTS)))
+    alone = [searcher.search([q], k=4)[0] for q in QUERIES]
+    for query, hits in zip(QUERIES, alone):
+        assert_same(as_tuples(hits), reference(model, index, query, 4, 3, steps=1))
+    # a batch: the fused step by exact Q, later steps by the bf16 copy re-scored (here all rows)
+    for query, hits in zip(QUERIES, searcher.search(QUERIES, k=4)):
+        assert_same(as_tuples(hits), reference(model, index, query, 4, 3, steps=1))
+
+
 def test_bm25s_is_quiet_and_its_absence_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     import logging
     import sys
