@@ -16,3 +16,18 @@ def test_real_token_share_counts_padding_to_each_batch_longest() -> None:
     assert real_token_share(lengths, np.array([0, 2, 3, 1]), 4) == 12 / 20
     # a last batch shorter than the others: (5, 4, 2) and (1)
     assert real_token_share(lengths, np.array([0, 2, 3, 1]), 3) == 12 / 16
+
+
+def test_st_backends_writes_the_index_build_texts_for_the_other_environment(tmp_path) -> None:
+    import json
+
+    import pytest
+
+    from benchmarks.harness.texts import shakespeare_sentences
+    from benchmarks.index_build import st_backends
+
+    out = tmp_path / "texts.json"
+    assert st_backends.main(["--write-texts", str(out), "--n", "20"]) == 0
+    assert json.loads(out.read_text()) == shakespeare_sentences(20, 0)
+    with pytest.raises(SystemExit):  # a measuring run needs its texts, model and output
+        st_backends.main(["--texts", str(out)])
