@@ -164,10 +164,10 @@ def top_by_q_shared(
     top_rank = torch.empty((0, states.shape[0]), dtype=torch.long)
     top_pos = torch.empty((0, states.shape[0]), dtype=torch.long)
     for (a, b, p), rot in zip(runs, rotated):
+        rot = rot.to(device=emb.device, dtype=dtype)
         for lo in range(a, b, block):
             hi = min(b, lo + block)
-            scores = (emb[lo:hi].to(dtype) @ rot.to(device=emb.device, dtype=dtype).T).float()
-            scores = scores.cpu()
+            scores = (emb[lo:hi].to(dtype) @ rot.T).float().cpu()
             for col, ranks in enumerate(picked):
                 local = [r - lo for r in ranks if lo <= r < hi]
                 if local:

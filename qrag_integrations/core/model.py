@@ -172,8 +172,9 @@ class QRAGModel(nn.Module):
         """Indices of ``texts``, longest first by token count after truncation to ``max_tokens``.
 
         Batches cut from this order pad less than batches of texts sorted by characters
-        (sentence-transformers' order; ``benchmarks/index_build`` measures both). Lengths are counted in windows of :data:`LENGTH_WINDOW` texts, so memory holds one
-        window's token ids at a time; ties keep the input order.
+        (sentence-transformers' order; ``benchmarks/index_build`` measures both). Lengths are
+        counted in windows of :data:`LENGTH_WINDOW` texts, so memory holds one window's token ids
+        at a time; ties keep the input order.
         """
         limit = self.state_encoder.max_positions
         max_length = max_tokens if limit is None else min(max_tokens, limit)
