@@ -25,7 +25,7 @@ from qrag_integrations.core.scan import (
     cpu_fp32,
     inner_products_cpu,
     score_at_positions,
-    score_dtype,
+    top_k_shared,
 )
 
 if TYPE_CHECKING:
@@ -158,25 +158,11 @@ def top_by_q_shared(
     runs = searcher._runs(n, [])
     if runs is None or states.shape[0] < 2 or cands.rows is not None:
         return None
-    dtype, block = score_dtype(emb), searcher.settings.block_size
     rotated = searcher._rotated_states(states.float(), [p for _, _, p in runs])
-    top_q = torch.empty((0, states.shape[0]))
-    top_rank = torch.empty((0, states.shape[0]), dtype=torch.long)
-    top_pos = torch.empty((0, states.shape[0]), dtype=torch.long)
-    for (a, b, p), rot in zip(runs, rotated):
-        rot = rot.to(device=emb.device, dtype=dtype)
-        for lo in range(a, b, block):
-            hi = min(b, lo + block)
-            scores = (emb[lo:hi].to(dtype) @ rot.T).float().cpu()
-            for col, ranks in enumerate(picked):
-                local = [r - lo for r in ranks if lo <= r < hi]
-                if local:
-                    scores[local, col] = -torch.inf
-            q, r = scores.topk(min(depth, hi - lo), dim=0)
-            q, r = torch.cat([top_q, q]), torch.cat([top_rank, r + lo])
-            pos = torch.cat([top_pos, torch.full_like(r[len(top_pos) :], p)])
-            top_q, keep = q.topk(min(depth, len(q)), dim=0)
-            top_rank, top_pos = r.gather(0, keep), pos.gather(0, keep)
+    top_q, top_rank, top_pos = (
+        t.cpu()
+        for t in top_k_shared(emb, runs, rotated, picked, depth, searcher.settings.block_size)
+    )
     return [
         [
             (int(r), float(q), int(p))

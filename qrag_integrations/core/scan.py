@@ -201,3 +201,53 @@ def update_best(
         rank = int(r) + lo
         return rank, q_f, int(pos_of(rank))
     return best
+
+
+def top_k_shared(
+    emb: torch.Tensor,
+    runs: Sequence[tuple[int, int, int]],
+    rotated: torch.Tensor,
+    picked: Sequence[Sequence[int]],
+    k: int,
+    block: int,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The ``k`` best untaken chunks of every state over one shared layout, in one block scan.
+
+    Args:
+        emb: ``(n, D)`` chunk embeddings.
+        runs: the layout as runs ``(start, stop, position)``.
+        rotated: ``(len(runs), B, D)``: the ``B`` states rotated for each run's position.
+        picked: per state, the ranks it may not get.
+        k: how many to keep per state.
+        block: rows scored at a time.
+
+    Returns:
+        ``(q, rank, position)``, each ``(min(k, n), B)`` on ``emb``'s device, best first. With
+        ``k == 1`` the lower rank wins a tie, as in the one-state scans; with ``k > 1`` equal
+        values within a block come in ``torch.topk``'s order. Fewer than ``k`` untaken chunks
+        leave ``-inf`` rows.
+    """
+    dtype, cols = score_dtype(emb), rotated.shape[1]
+    top_q = torch.empty((0, cols), device=emb.device)
+    top_rank = torch.empty((0, cols), dtype=torch.long, device=emb.device)
+    top_pos = torch.empty((0, cols), dtype=torch.long, device=emb.device)
+    for (a, b, p), rot in zip(runs, rotated):
+        rot = rot.to(device=emb.device, dtype=dtype)
+        for lo in range(a, b, block):
+            hi = min(b, lo + block)
+            scores = (emb[lo:hi].to(dtype) @ rot.T).float()  # (rows, B)
+            for col, ranks in enumerate(picked):
+                local = [r - lo for r in ranks if lo <= r < hi]
+                if local:
+                    scores[local, col] = -torch.inf
+            if k == 1:  # max keeps the first of equal scores; topk's order of ties is unspecified
+                q, r = scores.max(0, keepdim=True)
+            else:
+                q, r = scores.topk(min(k, hi - lo), dim=0)
+            q, r = torch.cat([top_q, q]), torch.cat([top_rank, r + lo])
+            pos = torch.cat([top_pos, torch.full_like(r[len(top_pos) :], p)])
+            # a stable sort keeps earlier blocks (lower ranks) ahead of equal later ones
+            top_q, keep = q.sort(dim=0, descending=True, stable=True)
+            top_q, keep = top_q[:k], keep[:k]
+            top_rank, top_pos = r.gather(0, keep), pos.gather(0, keep)
+    return top_q, top_rank, top_pos

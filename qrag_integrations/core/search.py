@@ -37,6 +37,7 @@ from qrag_integrations.core.scan import (
     scan_run_cpu,
     score_at_positions,
     score_dtype,
+    top_k_shared,
     update_best,
 )
 
@@ -333,25 +334,8 @@ class MultiStepSearcher:
         if runs is None or (states.shape[0] == 1 and cpu_fp32(emb)):
             return [self._best_one(emb, states[i], picked[i], n) for i in range(states.shape[0])]
         rotated = self._rotated_states(states, [p for _, _, p in runs])
-        dtype = score_dtype(emb)
-        best_q = torch.full((states.shape[0],), -torch.inf, device=states.device)
-        best_rank = torch.zeros(states.shape[0], dtype=torch.long, device=states.device)
-        best_pos = torch.zeros(states.shape[0], dtype=torch.long, device=states.device)
-        for (a, b, p), rot in zip(runs, rotated):
-            rot = rot.to(dtype)
-            for lo in range(a, b, self.settings.block_size):
-                hi = min(b, lo + self.settings.block_size)
-                scores = (emb[lo:hi].to(dtype) @ rot.T).float()  # (rows, B)
-                for col, ranks in enumerate(picked):
-                    local = [r - lo for r in ranks if lo <= r < hi]
-                    if local:
-                        scores[local, col] = -torch.inf
-                q, r = scores.max(0)
-                better = q > best_q
-                best_q = torch.where(better, q, best_q)
-                best_rank = torch.where(better, r + lo, best_rank)
-                best_pos = torch.where(better, torch.full_like(best_pos, p), best_pos)
-        return [(int(r), float(q), int(p)) for r, q, p in zip(best_rank, best_q, best_pos)]
+        q, rank, pos = top_k_shared(emb, runs, rotated, picked, 1, self.settings.block_size)
+        return [(int(r), float(v), int(p)) for v, r, p in zip(q[0], rank[0], pos[0])]
 
     def _best_one(
         self, emb: torch.Tensor, state: torch.Tensor, picked: list[int], n: int
