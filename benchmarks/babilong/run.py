@@ -56,6 +56,7 @@ from benchmarks.babilong.cells import POOL_MAX, SPLIT_SEEDS, Method
 from benchmarks.babilong.report import plot, report
 from benchmarks.harness import results as harness
 from benchmarks.harness.embedding_cache import CACHE_DIR, pool_embedder
+from benchmarks.harness.model_specs import load_with_model_settings
 from qrag_integrations.core.atomic import write_json_atomic
 from qrag_integrations.core.config import PACKAGED_MINILM
 from qrag_integrations.core.loading import load_model
@@ -172,7 +173,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         action="append",
         default=[],
         metavar="NAME=PATH",
-        help="a Q-RAG checkpoint (repeatable; default: demo=packaged:qrag-babi-demo)",
+        help="NAME=CHECKPOINT[:FIELD=VALUE,...]: a Q-RAG checkpoint, optionally with search "
+        "settings changed (e.g. w0=packaged:qrag-general-minilm:question_weight=0); repeatable; "
+        "default: demo=packaged:qrag-babi-demo",
     )
     p.add_argument("--base", help="the untrained default model (default: the packaged MiniLM)")
     p.add_argument(
@@ -256,7 +259,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     methods: list[Method] = []
     pool_info: dict[str, dict] = {}
     for name, path in checkpoints.items():
-        model = load_model(path)
+        model = load_with_model_settings(path)
         embed, pool_info[name] = pool_embedder(model, pool.sentences, args.cache_dir)
         methods.append(Method(name, "multi-step", model, embed, stop=True))
     if {"untrained", "dense"} & set(baselines):

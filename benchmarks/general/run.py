@@ -49,8 +49,8 @@ from qrag_training.metrics import Retrieval
 from qrag_training.paired import paired_bootstrap
 
 from benchmarks.harness import results as harness
-from qrag_integrations import load_model
-from qrag_integrations.core.config import PACKAGED_MINILM, PositionMode
+from benchmarks.harness.model_specs import checkpoint_of, load_with_settings
+from qrag_integrations.core.config import PACKAGED_MINILM
 from qrag_integrations.core.model import QRAGModel
 from qrag_integrations.core.search import SearchSettings
 
@@ -127,42 +127,6 @@ def scores(
             for e, r in zip(episodes, results)
         ]
     return out
-
-
-#: Search settings a model spec may change (they are read at search time, not trained in): the
-#: model's config fields, then the fields of the search itself (SearchSettings).
-SETTINGS = {
-    "question_weight": float,
-    "max_state_tokens": int,
-    "max_chunk_tokens": int,
-    "position_mode": PositionMode,
-}
-SEARCH_SETTINGS = {"lexical_depth": int, "lexical_steps": int}
-
-
-def load_with_settings(spec: str) -> tuple[QRAGModel, SearchSettings]:
-    """``CHECKPOINT[:FIELD=VALUE,...]``: the model, with those search settings changed, and the
-    search settings."""
-    checkpoint, _, settings = _split_settings(spec)
-    model, search = load_model(checkpoint), {}
-    for item in filter(None, settings.split(",")):
-        key, _, value = item.partition("=")
-        if key in SEARCH_SETTINGS:
-            search[key] = SEARCH_SETTINGS[key](value)
-        elif key in SETTINGS:
-            setattr(model.config, key, SETTINGS[key](value))
-        else:
-            valid = ", ".join([*SETTINGS, *SEARCH_SETTINGS])
-            raise ValueError(f"unknown search setting {key!r} in {spec!r}; valid: {valid}")
-    return model, SearchSettings(**search)
-
-
-def _split_settings(spec: str) -> tuple[str, str, str]:
-    """``(checkpoint, ':', settings)``: settings follow the last ``:`` that precedes a ``=``."""
-    head, sep, tail = spec.rpartition(":")
-    if sep and "=" in tail:
-        return head, sep, tail
-    return spec, "", ""
 
 
 def rrf(a: Sequence[int], b: Sequence[int], k: int) -> Retrieval:
@@ -313,7 +277,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     by_encoder: dict[tuple[str, int], ChunkEmbedder] = {}  # one per checkpoint and chunk budget
     embedders = {
         name: by_encoder.setdefault(
-            (_split_settings(specs[name])[0], model.config.max_chunk_tokens),
+            (checkpoint_of(specs[name]), model.config.max_chunk_tokens),
             distinct_text_embedder(model, batch_size=64),
         )
         for name, model in models.items()

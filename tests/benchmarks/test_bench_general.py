@@ -11,6 +11,7 @@ from qrag_training.data.episode import Episode
 from qrag_training.metrics import Retrieval
 
 from benchmarks.general import run as bench_general
+from benchmarks.harness import model_specs
 
 #: Scripts of the checkpoint tooling (not a package): loaded by path.
 TOOLS = Path(__file__).resolve().parents[2] / "training" / "tools"
@@ -37,19 +38,26 @@ def test_scores_read_the_first_picks() -> None:
 
 
 def test_model_specs_take_search_settings(tiny_bert_dir: Path) -> None:
-    assert bench_general._split_settings("packaged:all-MiniLM-L6-v2:question_weight=1") == (
+    assert model_specs.split_settings("packaged:all-MiniLM-L6-v2:question_weight=1") == (
         "packaged:all-MiniLM-L6-v2",
         ":",
         "question_weight=1",
     )
-    assert bench_general._split_settings("packaged:qrag-babi-demo")[0] == "packaged:qrag-babi-demo"
-    model, search = bench_general.load_with_settings(
+    assert model_specs.split_settings("packaged:qrag-babi-demo")[0] == "packaged:qrag-babi-demo"
+    model, search = model_specs.load_with_settings(
         f"{tiny_bert_dir}:question_weight=0.5,max_chunk_tokens=32,lexical_depth=20"
     )
     assert model.config.question_weight == 0.5 and model.config.max_chunk_tokens == 32
     assert search.lexical_depth == 20
     with pytest.raises(ValueError, match="unknown search setting 'lr'"):
-        bench_general.load_with_settings(f"{tiny_bert_dir}:lr=1")
+        model_specs.load_with_settings(f"{tiny_bert_dir}:lr=1")
+    # benchmarks that search with the model's own settings get the fusion fields on its config
+    model = model_specs.load_with_model_settings(
+        f"{tiny_bert_dir}:question_weight=0,lexical_depth=10,lexical_steps=1"
+    )
+    assert model.config.question_weight == 0 and model.config.lexical_depth == 10
+    assert model.config.lexical_steps == 1
+    assert model_specs.checkpoint_of(f"{tiny_bert_dir}:question_weight=0") == str(tiny_bert_dir)
 
 
 def test_tiny_run_writes_every_cell_and_paired_differences(

@@ -1,0 +1,60 @@
+"""Model specs of the benchmarks' command lines: ``CHECKPOINT[:FIELD=VALUE,...]``, a checkpoint
+with search-time settings changed (they are read at search time, not trained in)."""
+
+from __future__ import annotations
+
+from qrag_integrations import load_model
+from qrag_integrations.core.config import PositionMode
+from qrag_integrations.core.model import QRAGModel
+from qrag_integrations.core.search import SearchSettings
+
+#: Search settings a model spec may change (they are read at search time, not trained in): the
+#: model's config fields, then the fields of the search itself (SearchSettings).
+SETTINGS = {
+    "question_weight": float,
+    "max_state_tokens": int,
+    "max_chunk_tokens": int,
+    "position_mode": PositionMode,
+}
+SEARCH_SETTINGS = {"lexical_depth": int, "lexical_steps": int}
+
+
+def load_with_settings(spec: str) -> tuple[QRAGModel, SearchSettings]:
+    """``CHECKPOINT[:FIELD=VALUE,...]``: the model, with those search settings changed, and the
+    search settings."""
+    checkpoint, _, settings = split_settings(spec)
+    model, search = load_model(checkpoint), {}
+    for item in filter(None, settings.split(",")):
+        key, _, value = item.partition("=")
+        if key in SEARCH_SETTINGS:
+            search[key] = SEARCH_SETTINGS[key](value)
+        elif key in SETTINGS:
+            setattr(model.config, key, SETTINGS[key](value))
+        else:
+            valid = ", ".join([*SETTINGS, *SEARCH_SETTINGS])
+            raise ValueError(f"unknown search setting {key!r} in {spec!r}; valid: {valid}")
+    return model, SearchSettings(**search)
+
+
+def split_settings(spec: str) -> tuple[str, str, str]:
+    """``(checkpoint, ':', settings)``: settings follow the last ``:`` that precedes a ``=``."""
+    head, sep, tail = spec.rpartition(":")
+    if sep and "=" in tail:
+        return head, sep, tail
+    return spec, "", ""
+
+
+def checkpoint_of(spec: str) -> str:
+    """The checkpoint part of a model spec."""
+    return split_settings(spec)[0]
+
+
+def load_with_model_settings(spec: str) -> QRAGModel:
+    """:func:`load_with_settings` for benchmarks that search with the model's own settings: the
+    search fields (BM25 fusion) are set on the model's config, where they are its defaults."""
+    model, search = load_with_settings(spec)
+    for key in SEARCH_SETTINGS:
+        value = getattr(search, key)
+        if value is not None:
+            setattr(model.config, key, value)
+    return model
