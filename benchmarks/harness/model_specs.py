@@ -56,5 +56,6 @@ def load_with_model_settings(spec: str) -> QRAGModel:
     for key in SEARCH_SETTINGS:
         value = getattr(search, key)
         if value is not None:
-            setattr(model.config, key, value)
+            # the config says "no fusion" with None, where the search settings say 0
+            setattr(model.config, key, value or None)
     return model

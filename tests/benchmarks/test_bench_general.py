@@ -57,6 +57,8 @@ def test_model_specs_take_search_settings(tiny_bert_dir: Path) -> None:
     )
     assert model.config.question_weight == 0 and model.config.lexical_depth == 10
     assert model.config.lexical_steps == 1
+    off = model_specs.load_with_model_settings(f"{tiny_bert_dir}:lexical_depth=0")
+    assert off.config.lexical_depth is None  # 0 turns fusion off, as in SearchSettings
     assert model_specs.checkpoint_of(f"{tiny_bert_dir}:question_weight=0") == str(tiny_bert_dir)
 
 

@@ -75,7 +75,7 @@ LEGEND = (
 
 
 #: The method name of the validation files that is the checkpoint as shipped (with fusion).
-SHIPPED_VAL_NAME = "gen64lex1"
+SHIPPED_VAL_NAME = "general_w1"
 
 
 def _tables(paths: list[Path], names: str) -> str:
