@@ -25,7 +25,6 @@ from qrag_integrations.core.scan import (
     cpu_fp32,
     inner_products_cpu,
     score_at_positions,
-    top_k_shared,
 )
 
 if TYPE_CHECKING:
@@ -154,15 +153,12 @@ def top_by_q_shared(
     """:func:`top_by_q` of a batch of states that share one layout (the first step, or no
     positions) in one pass over the index, as a batch's plain steps are scanned; ``None`` where
     that does not serve (one state, absolute positions, a filtered subset)."""
-    n, emb = cands.n, cands.emb
-    runs = searcher._runs(n, [])
-    if runs is None or states.shape[0] < 2 or cands.rows is not None:
+    if states.shape[0] < 2 or cands.rows is not None:
         return None
-    rotated = searcher._rotated_states(states.float(), [p for _, _, p in runs])
-    top_q, top_rank, top_pos = (
-        t.cpu()
-        for t in top_k_shared(emb, runs, rotated, picked, depth, searcher.settings.block_size)
-    )
+    shared = searcher.shared_layout_top_k(cands.emb, states.float(), cands.n, picked, depth)
+    if shared is None:
+        return None
+    top_q, top_rank, top_pos = (t.cpu() for t in shared)
     return [
         [
             (int(r), float(q), int(p))

@@ -330,12 +330,24 @@ class MultiStepSearcher:
     ) -> list[tuple[int, float, int]]:
         """Every question shares one layout (the first step, or no positions): one pass over the
         index serves the batch, each question's own picks masked out."""
-        runs = self._runs(n, [])
-        if runs is None or (states.shape[0] == 1 and cpu_fp32(emb)):
+        one_on_cpu = states.shape[0] == 1 and cpu_fp32(emb)
+        shared = None if one_on_cpu else self.shared_layout_top_k(emb, states, n, picked, 1)
+        if shared is None:
             return [self._best_one(emb, states[i], picked[i], n) for i in range(states.shape[0])]
-        rotated = self._rotated_states(states, [p for _, _, p in runs])
-        q, rank, pos = top_k_shared(emb, runs, rotated, picked, 1, self.settings.block_size)
+        q, rank, pos = shared
         return [(int(r), float(v), int(p)) for v, r, p in zip(q[0], rank[0], pos[0])]
+
+    def shared_layout_top_k(
+        self, emb: torch.Tensor, states: torch.Tensor, n: int, picked: list[list[int]], k: int
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None:
+        """The ``k`` best ``(Q, rank, position)`` of states that share one layout (the first
+        step, or no positions), each ``(k, B)``, in one pass over the index; ``None`` with
+        absolute positions (every chunk has its own)."""
+        runs = self._runs(n, [])
+        if runs is None:
+            return None
+        rotated = self._rotated_states(states, [p for _, _, p in runs])
+        return top_k_shared(emb, runs, rotated, picked, k, self.settings.block_size)
 
     def _best_one(
         self, emb: torch.Tensor, state: torch.Tensor, picked: list[int], n: int
