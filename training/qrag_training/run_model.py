@@ -14,9 +14,15 @@ from qrag_integrations.core.model import QRAGModel
 
 #: Model-config fields a checkpoint may hold with another value than the run's config.
 _MODEL_KEYS_THAT_MAY_DIFFER = ("extra",)
-#: Settings a run that starts from another checkpoint (``init_from``) sets itself: token budgets
-#: and question anchoring are read by the search, not baked into the weights.
-_SETTINGS_TAKEN_FROM_RUN = ("max_state_tokens", "max_chunk_tokens", "question_weight")
+#: Settings a run that starts from another checkpoint (``init_from``) sets itself: token budgets,
+#: question anchoring and BM25 fusion are read by the search, not baked into the weights.
+_SETTINGS_TAKEN_FROM_RUN = (
+    "max_state_tokens",
+    "max_chunk_tokens",
+    "question_weight",
+    "lexical_depth",
+    "lexical_steps",
+)
 
 
 def seed_everything(seed: int) -> None:

@@ -106,7 +106,9 @@ class RunConfig:
     """Stop after this much training wall-clock time (evaluating and saving first); the
     learning-rate schedule still follows ``steps``. ``None``: no limit."""
     init_from: str | None = None
-    """Start the weights from this checkpoint folder instead of the base encoder."""
+    """Start the weights from this checkpoint (a folder or a packaged name such as
+    ``packaged:qrag-general-minilm``) instead of the base encoder; its search settings (token
+    budgets, question anchoring, BM25 fusion) give way to this run's."""
     dist_backend: str | None = None
     """``torch.distributed`` backend of a multi-process run (``WORLD_SIZE > 1``, e.g. under
     ``torchrun``): ``gloo``, ``nccl`` or ``mpi``; ``None``: ``nccl`` on CUDA, ``gloo`` on CPU."""
