@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 import torch
 from qrag_training.data.episode import Episode
+from qrag_training.distill import InitTeacher, distill_loss
 from qrag_training.next_hop import (
+    HopState,
     NextHopConfig,
     NextHopLearner,
-    distill_loss,
     hop_states,
     next_hop_loss,
 )
@@ -191,7 +192,7 @@ def test_distillation_pulls_first_picks_toward_the_base_ranking(tiny_bert_dir: P
     )
     learner = NextHopLearner(model, cfg, seed=0)
     assert learner.teacher is not None and not any(
-        p.requires_grad for p in learner.teacher.parameters()
+        p.requires_grad for p in learner.teacher.encoder.parameters()
     )
     it = iter(_episodes() * 100)
     stats = [learner.step(lambda: next(it)) for _ in range(30)]
@@ -202,11 +203,79 @@ def test_distillation_pulls_first_picks_toward_the_base_ranking(tiny_bert_dir: P
     assert NextHopLearner(model, NextHopConfig(in_batch_negatives=False)).teacher is None
 
 
+def test_init_teacher_is_the_starting_model_frozen(tiny_bert_dir: Path) -> None:
+    """The ``init`` teacher scores question-only states as the model did when the run started:
+    the first distillation term is zero (same temperatures, no dropout) and stays a fixed
+    reference while the policy learns."""
+    torch.manual_seed(0)
+    model = QRAGModel.from_base(
+        QRAGConfig(base_model=str(tiny_bert_dir), trainable_layers=2)
+    ).eval()
+    cfg = NextHopConfig(
+        questions_per_step=4,
+        lr=3e-3,
+        warmup=1,
+        total_updates=20,
+        dropout=False,
+        in_batch_negatives=False,
+        distill_weight=1.0,
+        distill_teacher="init",
+        distill_temperature=0.1,
+        temperature=0.1,
+    )
+    learner = NextHopLearner(model, cfg, seed=0)
+    assert isinstance(learner.teacher, InitTeacher)
+    frozen = learner.teacher.model
+    assert frozen is not model and not any(p.requires_grad for p in frozen.parameters())
+    before = {k: v.clone() for k, v in frozen.state_dict().items()}
+    it = iter(_episodes() * 100)
+    stats = [learner.step(lambda: next(it)) for _ in range(10)]
+    assert stats[0]["distill_loss"] == pytest.approx(0.0, abs=1e-5)
+    assert stats[-1]["distill_loss"] > 1e-4  # the policy moved away, the teacher did not
+    assert all(torch.equal(v, frozen.state_dict()[k]) for k, v in before.items())
+    episode = _episodes()[0]
+    with torch.no_grad():
+        policy = model.q_values(
+            model.embed_states([episode.question]),
+            model.embed_chunks(episode.chunks),
+            torch.zeros(len(episode.chunks), dtype=torch.long),
+        )
+        teacher = learner.teacher.scores(model, [episode.question], episode.chunks, 8)
+    assert not torch.allclose(policy, teacher)
+
+
+def test_anchored_states_are_what_the_search_scores(tiny_bert_dir: Path) -> None:
+    """With ``anchor_states``, a state after the first pick is trained as
+    ``(E_s(state) + w E_s(question)) / (1 + w)``; question-only states are left as they are."""
+    model = QRAGModel.from_base(
+        QRAGConfig(base_model=str(tiny_bert_dir), question_weight=2.0)
+    ).eval()
+    learner = NextHopLearner(model, NextHopConfig(in_batch_negatives=False, anchor_states=True))
+    episodes = _episodes()[:2]
+    states = [HopState(0, [], [0, 2]), HopState(0, [0], [2]), HopState(1, [2], [0])]
+    texts = [
+        model.state_text(
+            episodes[s.episode].question, [episodes[s.episode].chunks[j] for j in s.picked]
+        )
+        for s in states
+    ]
+    with torch.no_grad():
+        raw = model.embed_states(texts)
+        anchored = learner._anchored(episodes, states, raw)
+        questions = model.embed_states([e.question for e in episodes])
+    assert torch.allclose(anchored[0], raw[0])
+    for row, s in [(1, states[1]), (2, states[2])]:
+        expected = (raw[row] + 2.0 * questions[s.episode]) / 3.0
+        assert torch.allclose(anchored[row], expected, atol=1e-6)
+
+
 def test_distill_settings_are_checked() -> None:
     with pytest.raises(ValueError, match="distill_weight"):
         NextHopConfig(distill_weight=-1.0)
     with pytest.raises(ValueError, match="distill_temperature"):
         NextHopConfig(distill_temperature=0.0)
+    with pytest.raises(ValueError, match="distill_teacher must be one of"):
+        NextHopConfig(distill_teacher="teacher")
 
 
 def test_chunk_embeddings_in_length_batches_equal_one_batch(tiny_bert_dir: Path) -> None:

@@ -23,11 +23,18 @@ import numpy as np
 import torch
 
 from qrag_integrations.core.config import PositionMode
-from qrag_integrations.core.encoder import MeanPoolEncoder, load_base
 from qrag_integrations.core.model import QRAGModel
 from qrag_integrations.core.positions import layout
 from qrag_integrations.core.precision import bf16_autocast
 from qrag_training.data.episode import Episode
+from qrag_training.distill import (
+    TEACHERS,
+    BaseTeacher,
+    Teacher,
+    base_teacher,
+    distill_loss,
+    make_teacher,
+)
 from qrag_training.distributed import DistContext
 from qrag_training.frozen_cache import FrozenLayerCache
 from qrag_training.negatives import NegativeSampler
@@ -57,13 +64,21 @@ class NextHopConfig(OptimConfig):
     """Also score every chunk of the step's other questions as negatives (needs position mode
     ``none``: other episodes' chunks have no position in this one)."""
     distill_weight: float = 0.0
-    """Weight of a term that keeps first-pick scores close to the base encoder's: at each
-    question-only state, KL(teacher || policy) over the same chunks, where the teacher is
-    ``softmax(cos(E_base(question), E_base(chunk)) / distill_temperature)`` with the untrained
-    base encoder (frozen). It keeps what the base model knows about general relevance while the
-    supervised loss teaches the hops; 0 turns it off (no teacher is built)."""
+    """Weight of a term that keeps first-pick scores close to a frozen teacher's: at each
+    question-only state, KL(teacher || policy) over the same chunks, with the teacher's
+    distribution ``softmax(scores / distill_temperature)``. It keeps what the teacher knows about
+    single-hop relevance while the supervised loss teaches the hops; 0 turns it off (no teacher
+    is built)."""
     distill_temperature: float = 0.05
-    """Softmax temperature of the teacher's cosine scores."""
+    """Softmax temperature of the teacher's scores."""
+    distill_teacher: str = "base"
+    """Whose scores (:mod:`qrag_training.distill`): ``base``, the untrained base encoder's cosines;
+    ``init``, the question-only Q-values of the model as the run starts (a continuation from
+    ``init_from`` keeps its own first pick)."""
+    anchor_states: bool = False
+    """Train the states after the first pick as the search scores them, anchored to the question
+    (``QRAGModel.anchor_states`` with ``model.question_weight``); ``False`` trains ``E_s(state)``
+    alone. No effect when the weight is 0."""
     frozen_cache_mb: float = 0.0
     """Keep the output of the chunk encoder's frozen layers per chunk text, up to this many MB
     (:mod:`qrag_training.frozen_cache`), so a step runs only the trainable layers on chunks seen
@@ -87,6 +102,10 @@ class NextHopConfig(OptimConfig):
             raise ValueError(f"distill_weight must be >= 0, got {self.distill_weight}")
         if self.distill_temperature <= 0:
             raise ValueError(f"distill_temperature must be > 0, got {self.distill_temperature}")
+        if self.distill_teacher not in TEACHERS:
+            raise ValueError(
+                f"distill_teacher must be one of {TEACHERS}, got {self.distill_teacher!r}"
+            )
         if self.frozen_cache_mb < 0:
             raise ValueError(f"frozen_cache_mb must be >= 0, got {self.frozen_cache_mb}")
         if self.hard_negatives is not None and self.hard_negatives < 0:
@@ -153,41 +172,6 @@ def in_batch_candidates(texts: Sequence[str], lo: int, hi: int) -> torch.Tensor:
     return out
 
 
-def distill_loss(
-    q: torch.Tensor,
-    teacher: torch.Tensor,
-    available: torch.Tensor,
-    temperature: float,
-    teacher_temperature: float,
-) -> torch.Tensor:
-    """Mean over rows of ``KL(softmax(teacher / teacher_temperature) || softmax(q / temperature))``
-    among the available entries of each row.
-
-    Args:
-        q: ``(S, N)`` policy Q-values.
-        teacher: ``(S, N)`` teacher scores.
-        available: ``(S, N)`` bool, candidates of each row (at least one per row).
-        temperature: softmax temperature of ``q``.
-        teacher_temperature: softmax temperature of ``teacher``.
-    """
-    log_p = torch.log_softmax(
-        (q.float() / temperature).masked_fill(~available, float("-inf")), dim=-1
-    )
-    log_t = torch.log_softmax(
-        (teacher.float() / teacher_temperature).masked_fill(~available, float("-inf")), dim=-1
-    )
-    terms = torch.where(available, log_t.exp() * (log_t - log_p), torch.zeros_like(log_p))
-    return terms.sum(-1).mean()
-
-
-def base_teacher(model: QRAGModel) -> MeanPoolEncoder:
-    """The untrained base encoder of ``model`` (cosine, frozen, eval mode) on its device."""
-    base, _ = load_base(model.config.base_model)
-    teacher = MeanPoolEncoder(base, 1.0, normalize=True).to(model.device)
-    teacher.requires_grad_(False)
-    return teacher.eval()
-
-
 def frozen_chunk_cache(model: QRAGModel, max_mb: float) -> FrozenLayerCache | None:
     """The chunk encoder's frozen-layer cache of ``max_mb`` MB (``None`` for 0, or when no
     layer is frozen)."""
@@ -237,8 +221,10 @@ class NextHopLearner:
         """Training states seen over all ranks (the counterpart of PQN's environment transitions)."""
         self.alpha = None
         """No soft-greedy temperature: kept for the trainer's records."""
-        self.teacher = base_teacher(model) if config.distill_weight > 0 else None
-        """The frozen base encoder of the distillation term (``None`` when it is off)."""
+        self.teacher: Teacher | None = (
+            make_teacher(config.distill_teacher, model) if config.distill_weight > 0 else None
+        )
+        """The frozen teacher of the distillation term (``None`` when it is off)."""
         self.chunk_cache = frozen_chunk_cache(model, config.frozen_cache_mb)
         """Output of the chunk encoder's frozen layers per text (``None``: off)."""
         self.sampler = self._sampler() if config.hard_negatives is not None else None
@@ -250,7 +236,10 @@ class NextHopLearner:
         model, c, cfg = self.model, self.config, self.model.config
         if cfg.position_mode is not PositionMode.NONE:
             raise ValueError("hard_negatives needs position_mode none (a sample has no positions)")
-        teacher = self.teacher or base_teacher(model)
+        # negatives are the ones the base encoder ranks highest, whichever teacher distils
+        teacher = (
+            self.teacher.encoder if isinstance(self.teacher, BaseTeacher) else base_teacher(model)
+        )
         return NegativeSampler(
             lambda texts: model.encode_in_length_batches(
                 teacher, texts, cfg.max_chunk_tokens, c.embed_batch_size
@@ -279,6 +268,7 @@ class NextHopLearner:
         offsets = np.concatenate([[0], np.cumsum(sizes)])
         total = int(offsets[-1])
         model.train(c.dropout)
+        cfg = model.config
         texts_of_step = [t for e in episodes for t in e.chunks]
         texts = [
             model.state_text(
@@ -295,10 +285,11 @@ class NextHopLearner:
                 else model.embed_chunks_grad(texts_of_step)
             )
             state_emb = model.embed_states(texts)
+            if c.anchor_states and cfg.question_weight > 0:
+                state_emb = self._anchored(episodes, states, state_emb)
         available = torch.zeros(len(states), total, dtype=torch.bool, device=model.device)
         positive = torch.zeros_like(available)
         positions = torch.zeros(len(states), total, dtype=torch.long, device=model.device)
-        cfg = model.config
         for row, s in enumerate(states):
             lo, hi = int(offsets[s.episode]), int(offsets[s.episode + 1])
             if c.in_batch_negatives:
@@ -348,24 +339,32 @@ class NextHopLearner:
             out.update(hop_loss=float(hop_loss), distill_loss=float(distill.detach()))
         return out
 
-    @torch.no_grad()
+    def _anchored(
+        self, episodes: Sequence[Episode], states: Sequence[HopState], state_emb: torch.Tensor
+    ) -> torch.Tensor:
+        """``state_emb`` with every row after the first pick anchored to its question's
+        embedding, as the search scores it (differentiable through both)."""
+        later = [row for row, s in enumerate(states) if s.picked]
+        if not later:
+            return state_emb
+        model = self.model
+        questions = model.embed_states([episodes[states[r].episode].question for r in later])
+        rows = torch.tensor(later, device=state_emb.device)
+        anchored = model.anchor_states(state_emb[rows], questions.to(state_emb.dtype))
+        return state_emb.index_put((rows,), anchored)
+
     def _teacher_scores(
         self, episodes: Sequence[Episode], states: Sequence[HopState]
     ) -> torch.Tensor:
-        """``(len(states), total chunks)`` base-encoder cosines of each state's question against
-        every chunk of the step (the question-only states' teacher)."""
+        """``(len(states), total chunks)`` teacher scores of each state's question against every
+        chunk of the step (the question-only states' teacher)."""
         assert self.teacher is not None
-        model, cfg = self.model, self.model.config
-        chunks = model.encode_in_length_batches(
-            self.teacher,
+        return self.teacher.scores(
+            self.model,
+            [episodes[s.episode].question for s in states],
             [t for e in episodes for t in e.chunks],
-            cfg.max_chunk_tokens,
             self.config.embed_batch_size,
         )
-        questions = self.teacher(
-            **model.tokenize([episodes[s.episode].question for s in states], cfg.max_state_tokens)
-        )
-        return questions.float() @ chunks.float().T
 
     # -- what the trainer saves and restores ------------------------------------------------------
     def target_tensors(self) -> dict[str, torch.Tensor]:
