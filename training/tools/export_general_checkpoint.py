@@ -78,7 +78,7 @@ LEGEND = (
 SHIPPED_VAL_NAME = "general_w1"
 
 
-def _tables(paths: list[Path], names: str) -> str:
+def _tables(paths: list[Path], names: str, legend: str = LEGEND) -> str:
     keep = {"untrained", *names.split(",")}
     out = []
     for path in paths:
@@ -91,7 +91,7 @@ def _tables(paths: list[Path], names: str) -> str:
             f"`{path.name}` ({result['split']} split, seed {result['seed']}, "
             f"{result['machine']['threads']} CPU threads):\n\n" + table([result])
         )
-    return LEGEND + ".\n\n" + "\n\n".join(out)
+    return legend + ".\n\n" + "\n\n".join(out)
 
 
 def _losses(paths: list[Path], names: str) -> list[str]:
@@ -128,14 +128,16 @@ def card_notes(
     test: list[Path],
     test_name: str,
     shipped_val_name: str = SHIPPED_VAL_NAME,
+    training: str = TRAINING,
+    legend: str = LEGEND,
 ) -> str:
-    notes = TRAINING
+    notes = training
     if val:
         notes += "\n## Validation (chose this run; `benchmarks/general/run.py --split val`)\n\n"
-        notes += _tables(val, val_name) + "\n"
+        notes += _tables(val, val_name, legend) + "\n"
     if test:
         notes += "\n## Held-out report (run once; `benchmarks/general/run.py --split test`)\n\n"
-        notes += _tables(test, test_name) + "\n"
+        notes += _tables(test, test_name, legend) + "\n"
     losses = _losses(val, shipped_val_name) + _losses(test, test_name)
     notes += "\n## Where it loses to dense top-k\n\n"
     notes += (
@@ -182,6 +184,17 @@ def main() -> None:
         default=None,
         help="first steps that fuse BM25, saved as the model's own (QRAGConfig.lexical_steps)",
     )
+    p.add_argument(
+        "--training-notes",
+        type=Path,
+        default=None,
+        help="markdown of the card's training section (default: the gen64 run's, TRAINING)",
+    )
+    p.add_argument(
+        "--legend",
+        default=None,
+        help="what the method names of the result files mean (default: LEGEND)",
+    )
     args = p.parse_args()
     model = load_model(args.src)
     model.config.lexical_depth = args.lexical_depth or None
@@ -194,6 +207,8 @@ def main() -> None:
         [t for t in args.test if t.exists()],
         args.test_name,
         args.shipped_val_name,
+        args.training_notes.read_text(encoding="utf-8") if args.training_notes else TRAINING,
+        args.legend or LEGEND,
     )
     save_pretrained(model, args.out, card_notes=notes, weights_dtype=torch.float16)
     print(f"wrote {args.out}")
