@@ -10,6 +10,7 @@ import pytest
 import torch
 from qrag_training.data.episode import Episode
 from qrag_training.distill import InitTeacher, distill_loss
+from qrag_training.hop_states import recovery_states
 from qrag_training.next_hop import (
     HopState,
     NextHopConfig,
@@ -33,6 +34,31 @@ def test_hop_states_walk_the_gold_chunks_in_a_random_order() -> None:
     assert [len(s.picked) for s in three] == [0, 1, 2]
     assert sorted(three[2].picked + three[2].targets) == [1, 4, 6]
     assert len(hop_states([[1, 2, 3]], per_question=1, rng=rng)) == 1
+
+
+def test_recovery_states_follow_a_wrong_first_pick_back_to_every_gold() -> None:
+    episodes = _episodes() + [Episode(id="x", question="q", chunks=["a", "b"], support=[0, 1])]
+    rng = np.random.default_rng(0)
+    states = recovery_states(episodes, 1.0, rng)
+    # the last episode has no chunk besides its golds: no wrong pick to make
+    assert [s.episode for s in states] == [0, 1, 2, 3]
+    for s in states:
+        assert len(s.picked) == 1 and s.picked[0] not in (0, 2) and s.targets == [0, 2]
+    assert recovery_states(episodes, 0.0, rng) == []
+    drawn = [len(recovery_states(episodes[:4], 0.5, rng)) for _ in range(200)]
+    assert 1.5 < np.mean(drawn) < 2.5
+    with pytest.raises(ValueError, match="recovery_states must be in"):
+        NextHopConfig(recovery_states=1.5)
+
+
+def test_a_step_with_recovery_states_trains_them(tiny_bert_dir: Path) -> None:
+    model = QRAGModel.from_base(QRAGConfig(base_model=str(tiny_bert_dir))).eval()
+    cfg = NextHopConfig(questions_per_step=4, in_batch_negatives=False, recovery_states=1.0)
+    learner = NextHopLearner(model, cfg, seed=0)
+    it = iter(_episodes())
+    stats = learner.step(lambda: next(it))
+    assert math.isfinite(stats["loss"])
+    assert learner.env_steps == 4 * 2 + 4  # two gold-prefix states and one recovery state each
 
 
 def test_loss_equals_a_plain_loop() -> None:

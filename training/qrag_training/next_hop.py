@@ -37,6 +37,7 @@ from qrag_training.distill import (
 )
 from qrag_training.distributed import DistContext
 from qrag_training.frozen_cache import FrozenLayerCache
+from qrag_training.hop_states import HopState, hop_states, recovery_states
 from qrag_training.negatives import NegativeSampler
 from qrag_training.optim import (
     OptimConfig,
@@ -75,6 +76,11 @@ class NextHopConfig(OptimConfig):
     """Whose scores (:mod:`qrag_training.distill`): ``base``, the untrained base encoder's cosines;
     ``init``, the question-only Q-values of the model as the run starts (a continuation from
     ``init_from`` keeps its own first pick)."""
+    recovery_states: float = 0.0
+    """Share of questions that also train a state after a wrong first pick (the question and one
+    of the episode's other chunks; positives: every supporting chunk), so later picks go back to
+    the question after a miss instead of following it (:func:`~qrag_training.hop_states.recovery_states`);
+    0 = gold-prefix states only."""
     anchor_states: bool = False
     """Train the states after the first pick as the search scores them, anchored to the question
     (``QRAGModel.anchor_states`` with ``model.question_weight``); ``False`` trains ``E_s(state)``
@@ -106,42 +112,14 @@ class NextHopConfig(OptimConfig):
             raise ValueError(
                 f"distill_teacher must be one of {TEACHERS}, got {self.distill_teacher!r}"
             )
+        if not 0.0 <= self.recovery_states <= 1.0:
+            raise ValueError(f"recovery_states must be in [0, 1], got {self.recovery_states}")
         if self.frozen_cache_mb < 0:
             raise ValueError(f"frozen_cache_mb must be >= 0, got {self.frozen_cache_mb}")
         if self.hard_negatives is not None and self.hard_negatives < 0:
             raise ValueError(f"hard_negatives must be >= 0 or null, got {self.hard_negatives}")
         if self.random_negatives < 0:
             raise ValueError(f"random_negatives must be >= 0, got {self.random_negatives}")
-
-
-@dataclass
-class HopState:
-    """One training state: an episode, the supporting chunks picked so far, the ones left."""
-
-    episode: int
-    """Index of the episode in the step's batch."""
-    picked: list[int]
-    """Chunks already picked, in pick order."""
-    targets: list[int]
-    """Supporting chunks not yet picked (the positives)."""
-
-
-def hop_states(
-    supports: Sequence[Sequence[int]], per_question: int, rng: np.random.Generator
-) -> list[HopState]:
-    """The first ``per_question`` hop states of each episode, golds in a random order.
-
-    Episodes without supporting chunks give no state.
-    """
-    out: list[HopState] = []
-    for i, support in enumerate(supports):
-        gold = [int(g) for g in support]
-        if not gold:
-            continue
-        order = [gold[j] for j in rng.permutation(len(gold))]
-        for t in range(min(per_question, len(order))):
-            out.append(HopState(i, order[:t], order[t:]))
-    return out
 
 
 def next_hop_loss(
@@ -262,6 +240,8 @@ class NextHopLearner:
             with bf16_autocast(model.device, self.bf16):
                 episodes = self.sampler(episodes, self.rng)
         states = hop_states([e.support for e in episodes], c.states_per_question, self.rng)
+        if c.recovery_states > 0:
+            states += recovery_states(episodes, c.recovery_states, self.rng)
         if not states:
             raise ValueError("no training episode in this step has supporting chunks")
         sizes = [len(e.chunks) for e in episodes]
