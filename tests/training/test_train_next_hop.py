@@ -270,6 +270,24 @@ def test_init_teacher_is_the_starting_model_frozen(tiny_bert_dir: Path) -> None:
     assert not torch.allclose(policy, teacher)
 
 
+def test_a_resumed_run_distils_toward_the_weights_it_started_from(tiny_bert_dir: Path) -> None:
+    """``start`` (what the trainer passes when it resumes) is what the init teacher copies."""
+    torch.manual_seed(0)
+    start = QRAGModel.from_base(QRAGConfig(base_model=str(tiny_bert_dir), trainable_layers=2))
+    resumed = QRAGModel.from_base(QRAGConfig(base_model=str(tiny_bert_dir), trainable_layers=2))
+    with torch.no_grad():
+        for p in resumed.state_encoder.parameters():
+            p.add_(0.1)
+    cfg = NextHopConfig(in_batch_negatives=False, distill_weight=1.0, distill_teacher="init")
+    teacher = NextHopLearner(resumed, cfg, start=start).teacher
+    assert isinstance(teacher, InitTeacher)
+    for name, value in teacher.model.state_dict().items():
+        assert torch.equal(value, start.state_dict()[name])
+    assert not torch.equal(
+        next(teacher.model.state_encoder.parameters()), next(resumed.state_encoder.parameters())
+    )
+
+
 def test_anchored_states_are_what_the_search_scores(tiny_bert_dir: Path) -> None:
     """With ``anchor_states``, a state after the first pick is trained as
     ``(E_s(state) + w E_s(question)) / (1 + w)``; question-only states are left as they are."""

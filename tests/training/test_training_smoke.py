@@ -223,3 +223,27 @@ def test_sigkill_during_checkpoint_writes_then_resume(tmp_path: Path, tiny_bert_
             load_model(str(run / name)).config.extra["step"]
             == load_model(str(whole / name)).config.extra["step"]
         )
+
+
+def test_a_continuation_distilling_toward_its_start_trains_and_resumes(
+    tmp_path: Path, tiny_bert_dir: Path
+) -> None:
+    """algo.distill_teacher=init with init_from, anchor_states and recovery states run end to end,
+    and a resumed run rebuilds its teacher from init_from (trainer wiring)."""
+    warm = tmp_path / "warm"
+    hop = ["algo=next_hop", "algo.questions_per_step=2", "env.position_mode=none"]
+    train(warm, tiny_bert_dir, 2, *hop)
+    cont = tmp_path / "cont"
+    options = [
+        *hop,
+        f"init_from={warm / 'last'}",
+        "model.question_weight=1.0",
+        "algo.distill_weight=1.0",
+        "algo.distill_teacher=init",
+        "algo.anchor_states=true",
+        "algo.recovery_states=0.5",
+    ]
+    train(cont, tiny_bert_dir, 2, *options)
+    proc = train(cont, tiny_bert_dir, 3, *options, "resume=true")
+    assert [r["step"] for r in records(cont)] == [0, 1, 2, 3]
+    assert "distill_loss" in records(cont)[-1], proc.stderr[-2000:]

@@ -108,10 +108,11 @@ class InitTeacher:
         return frozen.q_values(states, chunk_emb, positions).float()
 
 
-def make_teacher(name: str, model: QRAGModel) -> Teacher:
-    """The teacher called ``name`` (one of :data:`TEACHERS`) for ``model``."""
+def make_teacher(name: str, model: QRAGModel, start: QRAGModel | None = None) -> Teacher:
+    """The teacher called ``name`` (one of :data:`TEACHERS`) for ``model``; ``start``: the weights
+    the run started from, which ``init`` copies (default ``model``; a resumed run passes them)."""
     if name == BASE:
         return BaseTeacher(model)
     if name == INIT:
-        return InitTeacher(model)
+        return InitTeacher(start if start is not None else model)
     raise ValueError(f"distill_teacher must be one of {TEACHERS}, got {name!r}")

@@ -181,6 +181,7 @@ class NextHopLearner:
         config: NextHopConfig,
         seed: int = 0,
         dist: DistContext | None = None,
+        start: QRAGModel | None = None,
     ) -> None:
         if config.in_batch_negatives and model.config.position_mode is not PositionMode.NONE:
             raise ValueError(
@@ -200,7 +201,9 @@ class NextHopLearner:
         self.alpha = None
         """No soft-greedy temperature: kept for the trainer's records."""
         self.teacher: Teacher | None = (
-            make_teacher(config.distill_teacher, model) if config.distill_weight > 0 else None
+            make_teacher(config.distill_teacher, model, start)
+            if config.distill_weight > 0
+            else None
         )
         """The frozen teacher of the distillation term (``None`` when it is off)."""
         self.chunk_cache = frozen_chunk_cache(model, config.frozen_cache_mb)
