@@ -28,6 +28,7 @@ from qrag_integrations.core.positions import layout
 from qrag_integrations.core.precision import bf16_autocast
 from qrag_training.data.episode import Episode
 from qrag_training.distill import (
+    INIT,
     TEACHERS,
     BaseTeacher,
     Teacher,
@@ -95,6 +96,11 @@ class NextHopConfig(OptimConfig):
     ``None`` = every chunk of the episode. Needs position mode ``none``."""
     random_negatives: int = 0
     """Negatives drawn at random per question besides the hard ones (with ``hard_negatives``)."""
+
+    @property
+    def distills_toward_start(self) -> bool:
+        """Whether the distillation teacher is the weights the run started from."""
+        return self.distill_weight > 0 and self.distill_teacher == INIT
 
     def __post_init__(self) -> None:
         super().__post_init__()

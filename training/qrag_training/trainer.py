@@ -34,7 +34,6 @@ from tqdm.auto import tqdm
 
 from qrag_integrations.core.atomic import write_text_atomic
 from qrag_training.baselines import distinct_text_embedder, greedy_retrieve
-from qrag_training.distill import INIT as INIT_TEACHER
 from qrag_training.distributed import (
     context_from_env,
     init_distributed,
@@ -123,12 +122,9 @@ class Trainer:
         self.agent: PQNAgent | NextHopLearner
         if algo_kind(cfg) == "next_hop":
             hop = next_hop_config_from(cfg, run)
-            # a resumed run's init teacher is still the weights the run started from
-            start = (
-                build_run_model(model_config_from(cfg), run.init_from, False, self.device)
-                if self.resuming and hop.distill_weight > 0 and hop.distill_teacher == INIT_TEACHER
-                else None
-            )
+            start = None  # a resumed run's init teacher is still the weights it started from
+            if self.resuming and hop.distills_toward_start:
+                start = build_run_model(model_config_from(cfg), run.init_from, False, self.device)
             self.agent = NextHopLearner(model, hop, seed=seed, dist=ctx, start=start)
         else:
             self.agent = PQNAgent(model, pqn_config_from(cfg, run), seed=seed, dist=ctx)
