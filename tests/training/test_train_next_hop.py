@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from pathlib import Path
 
@@ -155,6 +156,22 @@ def test_autocast_setting_is_checked_and_auto_follows_the_machine(
     monkeypatch.setattr(precision, "_cpu_flags", lambda: frozenset({"avx2"}))
     assert not NextHopConfig(autocast="auto").bf16_on(cpu)
     assert NextHopConfig(autocast="bf16").bf16_on(cpu) and not NextHopConfig().bf16_on(cpu)
+
+
+def test_freeze_chunk_encoder_trains_the_state_encoder_only(tiny_bert_dir: Path) -> None:
+    model = QRAGModel.from_base(QRAGConfig(base_model=str(tiny_bert_dir), trainable_layers=1))
+    before = {k: v.clone() for k, v in model.trained_state_dict().items()}
+    cfg = NextHopConfig(questions_per_step=4, in_batch_negatives=False, freeze_chunk_encoder=True)
+    learner = NextHopLearner(model, cfg, seed=0)
+    it = itertools.cycle(_episodes())
+    for _ in range(3):
+        learner.step(lambda: next(it))
+    after = model.trained_state_dict()
+    chunk = [k for k in before if k.startswith("chunk_encoder.")]
+    state = [k for k in before if k.startswith("state_encoder.")]
+    assert chunk and state
+    assert all(torch.equal(before[k], after[k]) for k in chunk)
+    assert any(not torch.equal(before[k], after[k]) for k in state)
 
 
 def test_in_batch_negatives_need_unrotated_chunks(tiny_bert_dir: Path) -> None:

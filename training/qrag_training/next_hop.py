@@ -86,6 +86,9 @@ class NextHopConfig(OptimConfig):
     """Train the states after the first pick as the search scores them, anchored to the question
     (``QRAGModel.anchor_states`` with ``model.question_weight``); ``False`` trains ``E_s(state)``
     alone. No effect when the weight is 0."""
+    freeze_chunk_encoder: bool = False
+    """Train the state encoder only: chunk embeddings stay those of the starting weights, so a
+    continuation moves where states point, never where a user's chunks sit."""
     frozen_cache_mb: float = 0.0
     """Keep the output of the chunk encoder's frozen layers per chunk text, up to this many MB
     (:mod:`qrag_training.frozen_cache`), so a step runs only the trainable layers on chunks seen
@@ -197,6 +200,8 @@ class NextHopLearner:
         self.config = config
         self.dist = dist or DistContext()
         """Data-parallel place: gradients are averaged over the ranks before each step."""
+        if config.freeze_chunk_encoder:
+            model.chunk_encoder.requires_grad_(False)
         self.params = trainable_params(model)
         self.optimizer, self.scheduler = scheduled_adamw(self.params, config)
         self.rng = np.random.default_rng(seed)
