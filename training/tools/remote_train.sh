@@ -26,6 +26,14 @@
 #   0.5) and gen_plain (weight 0: the ablation)
 # ROUND=6 (the general checkpoint, GPU): preset=general_cpu with BabiLong at 2K/4K/8K, no distillation:
 #   gen32 (32 questions a step), gen64 (64, higher learning rate), gen32_h3 (HotpotQA weight 3 of 7.5)
+# ROUND=7 (continuations of the shipped default, gen64, on a GPU): the bundle and the default's weights
+#   together exceed the 64 MiB upload, so two calls on one warm machine. PHASE=1 (.remote carried)
+#   unpacks and starts fresh_fc in a session of its own (the untrained encoder, 64 questions a step,
+#   question weight 1 in training, anchored states, chunk encoder frozen); PHASE=2 (the default's
+#   folder carried, qrag_integrations/assets/general_checkpoint) rebases it over the remote base and
+#   continues it at 64 questions a step, weight 1: c64_da (distillation toward the start + anchored
+#   states), c64_da_fc (+ chunk encoder frozen), c64_da_fc_lo (the same at half the learning rate);
+#   then waits for fresh_fc and exports all four.
 set -uo pipefail
 cd "$(dirname "$0")/../.."   # the repository root
 DEV=${DEV:-cuda}
@@ -122,6 +130,33 @@ elif [ "$ROUND" = 6 ]; then
   train gen64 $GEN $Q64 &
   train gen32_h3 $GEN $Q32 env.train.parts.0.weight=3 &
   EXPORT="gen32 gen64 gen32_h3"
+elif [ "$ROUND" = 7 ]; then
+  GEN="preset=general_cpu device=$DEV torch_threads=2 model.base_model=$W/base \
+    +env.train.parts.0.path=$W/hotpotqa.json +env.eval.parts.0.path=$W/hotpotqa.json \
+    env.train.parts.1.target_tokens=[2000,4000,8000] final_report=false eval_interval=50 eval_episodes=200 \
+    model.question_weight=1.0 algo.anchor_states=true"
+  Q64="algo.questions_per_step=64"
+  [ -n "${QUICK:-}" ] && GEN="$GEN eval_episodes=10 eval_interval=2 env.pool_size=20" && Q64="algo.questions_per_step=4 steps=3"
+  if [ "${PHASE:-1}" = 1 ]; then
+    # its own session outlives this call; the second call waits for its line in exits.log
+    FRESH="$GEN init_from=null algo.lr=1.5e-4 algo.warmup=20 steps=600 algo.freeze_chunk_encoder=true $Q64 \
+      time_budget_minutes=$("$PY" -c "print(float('$MIN') + 1.0)")"
+    setsid bash -c '"$0" -m qrag_training.train out_dir="$1/fresh_fc" "${@:2}" >"$1/fresh_fc.log" 2>&1 </dev/null;
+      echo "fresh_fc exit $?" >>"$1/exits.log"' "$PY" "$R" $FRESH >/dev/null 2>&1 </dev/null &
+    # (its own output goes nowhere: a pipe it held open kept round 7's first call waiting)
+    sleep 20; tail -3 "$R/fresh_fc.log"; exit 0
+  fi
+  INIT="$W/init_gen64"
+  [ -d "$INIT" ] || "$PY" training/tools/remote_bundle.py rebase qrag_integrations/assets/general_checkpoint "$INIT" \
+    --base-model "$W/base" || exit 1
+  CONT="$GEN init_from=$INIT algo.warmup=10 steps=300 algo.distill_weight=1.0 algo.distill_teacher=init \
+    time_budget_minutes=$MIN $Q64"
+  train c64_da $CONT algo.lr=3e-5 &
+  train c64_da_fc $CONT algo.lr=3e-5 algo.freeze_chunk_encoder=true &
+  train c64_da_fc_lo $CONT algo.lr=1.5e-5 algo.freeze_chunk_encoder=true &
+  wait
+  for _ in $(seq 120); do grep -q "fresh_fc exit" "$R/exits.log" 2>/dev/null && break; sleep 5; done
+  EXPORT="c64_da c64_da_fc c64_da_fc_lo fresh_fc"
 else
   # round 2: longer PQN runs, and PQN after stronger warm starts (HotpotQA and BabiLong)
   train pqn_pure_long preset=hotpotqa_cpu $HOT $PQN eval_interval=100 algo.lr=5e-5 algo.warmup=200 \
