@@ -9,7 +9,7 @@ import torch
 from qrag_integrations.core.config import PositionMode
 from qrag_integrations.core.index import ChunkIndex
 from qrag_integrations.core.model import QRAGModel
-from qrag_integrations.core.positions import layout
+from qrag_integrations.core.positions import document_positions, layout, rotate
 
 N = 13
 
@@ -29,7 +29,11 @@ MODES = {
         "relative_step": 4,
         "question_weight": 0.7,
     },
+    "document": {"position_mode": PositionMode.DOCUMENT},
+    "document-anchored": {"position_mode": PositionMode.DOCUMENT, "question_weight": 0.7},
 }
+#: Modes a vector store can search (document mode needs each document's chunk count).
+STORE_MODES = [m for m, kw in MODES.items() if kw["position_mode"] is not PositionMode.DOCUMENT]
 
 
 def random_index(n: int = N, seed: int = 0, dtype: torch.dtype = torch.float32) -> ChunkIndex:
@@ -54,7 +58,13 @@ def brute_force(
     snap = index.snapshot()
     rows = list(range(len(snap))) if rows is None else rows
     chunks = [snap.chunks[r] for r in rows]
-    emb = snap.embeddings[rows].float()
+    emb = snap.embeddings.float()
+    cfg = model.config
+    if cfg.position_mode is PositionMode.DOCUMENT:  # fixed positions in the whole document
+        span_max = int(cfg.relative_span * cfg.relative_step)
+        pos = torch.from_numpy(document_positions([c.doc_id for c in snap.chunks], span_max))
+        emb = rotate(emb, pos, cfg.rope_theta)
+    emb = emb[rows]
     n = len(rows)
     picked: list[int] = []
     out = []

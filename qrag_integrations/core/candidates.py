@@ -11,9 +11,40 @@ import numpy as np
 import torch
 
 from qrag_integrations.core.chunks import Chunk, MetadataFilter, Snapshot
+from qrag_integrations.core.config import PositionMode, QRAGConfig
+from qrag_integrations.core.positions import document_positions, rotate
+from qrag_integrations.core.scan import BuiltFor
 
 if TYPE_CHECKING:
     from qrag_integrations.core.search import MultiStepSearcher
+
+
+def rotate_documents(snap: Snapshot, config: QRAGConfig) -> Snapshot:
+    """The snapshot as the search scores it: unchanged, or in document position mode with every
+    chunk embedding rotated by its fixed position inside its document (then the search proper
+    runs as in mode none). A filter later selects rows of it: positions stay those of the whole
+    document."""
+    if config.position_mode is not PositionMode.DOCUMENT or not len(snap):
+        return snap
+    span_max = int(config.relative_span * config.relative_step)
+    positions = document_positions([c.doc_id for c in snap.chunks], span_max)
+    pos = torch.from_numpy(positions).to(snap.embeddings.device)
+    return Snapshot(snap.chunks, rotate(snap.embeddings, pos, config.rope_theta))
+
+
+class DocumentRotation:
+    """:func:`rotate_documents` of an index's latest snapshot, kept until its embeddings change
+    (thread-safe)."""
+
+    def __init__(self, config: QRAGConfig) -> None:
+        self.config = config
+        self._slot = BuiltFor()
+
+    def __call__(self, snap: Snapshot, keep: bool = True) -> Snapshot:
+        """``snap`` as searched; ``keep=False``: not kept (one of many indexes searched once)."""
+        if self.config.position_mode is not PositionMode.DOCUMENT or not keep:
+            return rotate_documents(snap, self.config)
+        return self._slot.get(snap.embeddings, lambda: rotate_documents(snap, self.config))
 
 
 class CandidateSet(Protocol):

@@ -22,6 +22,17 @@ class PositionMode(str, Enum):
     """Position of chunk i is its order index i in the index."""
     RELATIVE = "relative"
     """Positions are re-laid out around the picked chunks after every pick (the paper's default)."""
+    DOCUMENT = "document"
+    """Fixed positions inside each document: chunk ``i`` of a document of ``L`` chunks is at
+    ``(i * M) // (L - 1)`` with ``M = int(relative_span * relative_step)``, a one-chunk document
+    at 0. Order counts inside a document (the latest of a person's moves in a story) and never
+    between documents (pooled paragraphs); picks move nothing."""
+
+    @property
+    def moves(self) -> bool:
+        """Whether a chunk's position depends on the picks or its row (absolute, relative), so
+        one scan cannot serve questions with different picks."""
+        return self in (PositionMode.ABSOLUTE, PositionMode.RELATIVE)
 
 
 class StateOrder(str, Enum):
@@ -44,11 +55,12 @@ class QRAGConfig:
     base_model: str = PACKAGED_MINILM
     """HF model name or local folder both encoders start from (contriever, e5, gte, MiniLM, ...)."""
     position_mode: PositionMode = PositionMode.NONE
-    """Position encoding of chunk embeddings: none, absolute or relative. The default is none:
+    """Position encoding of chunk embeddings: none, absolute, relative or document. The default is none:
     rotations only help a model trained with them (on an untrained encoder relative positions
     cut HotpotQA EM@4 from 0.39 to 0.24, absolute to 0.03); trainer configs set their own."""
     relative_step: int = 20
-    """Relative mode: position distance between consecutive segments (paper: 20)."""
+    """Relative mode: position distance between consecutive segments (paper: 20); relative and
+    document modes spread a segment / document over ``int(relative_span * relative_step)``."""
     relative_span: float = 0.9
     """Relative mode: a segment's positions spread over ``int(span * step)`` (paper: 0.9)."""
     rope_theta: float = 10000.0

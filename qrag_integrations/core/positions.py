@@ -1,4 +1,4 @@
-"""Chunk position layouts (none / absolute / relative) and the RoPE rotation they drive.
+"""Chunk position layouts (none / absolute / relative / document) and the RoPE rotation they drive.
 
 Positions are integers: the reference implementation looks rotation angles up in an integer
 table, so a relative layout ``linspace(0, 18, n)`` is floored. Integer positions also make runs
@@ -80,6 +80,30 @@ def relative_runs(
     return runs
 
 
+def document_layout(doc_ids: Sequence[object]) -> tuple[np.ndarray, np.ndarray]:
+    """Each chunk's order inside its document and that document's chunk count, for chunks in
+    document order (a document is a run of equal consecutive ``doc_ids``)."""
+    n = len(doc_ids)
+    starts = [i for i in range(n) if i == 0 or doc_ids[i] != doc_ids[i - 1]]
+    lengths = np.diff(np.array(starts + [n], dtype=np.int64))
+    first = np.repeat(np.array(starts, dtype=np.int64), lengths)
+    return np.arange(n, dtype=np.int64) - first, np.repeat(lengths, lengths)
+
+
+def layout_positions(order: np.ndarray, length: np.ndarray, span_max: int) -> np.ndarray:
+    """Fixed positions under :attr:`PositionMode.DOCUMENT`: chunk ``order`` of a document of
+    ``length`` chunks sits at ``(order * span_max) // (length - 1)`` (the relative layout's
+    segment with no picks), a one-chunk document at 0; ``span_max`` is
+    ``int(relative_span * relative_step)``."""
+    order, length = np.asarray(order, dtype=np.int64), np.asarray(length, dtype=np.int64)
+    return np.where(length > 1, (order * span_max) // np.maximum(length - 1, 1), 0)
+
+
+def document_positions(doc_ids: Sequence[object], span_max: int) -> np.ndarray:
+    """:func:`layout_positions` of chunks in document order with these ``doc_ids``."""
+    return layout_positions(*document_layout(doc_ids), span_max)
+
+
 def positions_at(
     mode: PositionMode,
     ranks: np.ndarray,
@@ -88,7 +112,9 @@ def positions_at(
     step: int,
     span: float,
 ) -> np.ndarray:
-    """Positions of the chunks at ``ranks`` (document order) among ``n``, for any position mode."""
+    """Positions of the chunks at ``ranks`` (document order) among ``n``, for any position mode
+    (document mode: 0, since its fixed rotation is applied to the embeddings searched, see
+    :func:`rotated_snapshot`)."""
     if mode is PositionMode.RELATIVE:
         return relative_positions_at(ranks, n, picked_ranks, step, span)
     if mode is PositionMode.ABSOLUTE:
@@ -106,10 +132,11 @@ def layout(
 def layout_runs(
     mode: PositionMode, n: int, picked_ranks: Sequence[int], step: int, span: float
 ) -> list[tuple[int, int, int]] | None:
-    """Runs of equal positions, or ``None`` when every chunk has its own (absolute mode)."""
+    """Runs of equal positions, or ``None`` when every chunk has its own (absolute mode); document
+    mode searches pre-rotated embeddings, so it is one run at 0 like none."""
     if mode is PositionMode.RELATIVE:
         return relative_runs(n, picked_ranks, step, span)
-    if mode is PositionMode.NONE:
+    if mode in (PositionMode.NONE, PositionMode.DOCUMENT):
         return [(0, n, 0)] if n else []
     return None
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from qrag_integrations.core.candidates import CandidateSet, IndexCandidates
+from qrag_integrations.core.candidates import CandidateSet, DocumentRotation, IndexCandidates
 from qrag_integrations.core.chunks import Chunk, MetadataFilter, Snapshot
 from qrag_integrations.core.compact_scan import EXACT, best_compact, check_scan, compact_scanner
 from qrag_integrations.core.config import PositionMode
@@ -107,6 +107,7 @@ class MultiStepSearcher:
         self.settings = settings or SearchSettings()
         self._faiss = FaissPreselector()
         self._lexical = LexicalRanker()
+        self._searched = DocumentRotation(model.config)  # document mode's rotated snapshot
         self._compact = compact_scanner(
             self.settings.scan, index.device, model.config.position_mode is PositionMode.ABSOLUTE
         )
@@ -146,7 +147,7 @@ class MultiStepSearcher:
                 stacklevel=2,
             )
             filter = where
-        candidates = IndexCandidates.of(self.index.snapshot(), filter)
+        candidates = IndexCandidates.of(self._searched(self.index.snapshot()), filter)
         use_faiss = (
             self.settings.faiss_candidates is not None
             and candidates.rows is None
@@ -181,7 +182,8 @@ class MultiStepSearcher:
                 raise QRAGError(
                     f"model embedding size {self.model.embedding_dim} != index embedding size {index.embedding_dim}"
                 )
-        candidates = [IndexCandidates.of(index.snapshot(), None) for index in indexes]
+        snaps = [self._searched(index.snapshot(), keep=False) for index in indexes]
+        candidates = [IndexCandidates.of(snap, None) for snap in snaps]
         return self._run(queries, candidates, k, stop_threshold, shared=False, use_faiss=False)
 
     def search_sets(
@@ -223,7 +225,7 @@ class MultiStepSearcher:
             b: self._lexical.ranking(candidates[b], queries[b], depth + fused_steps)  # type: ignore[arg-type, operator]
             for b in (active if depth is not None else [])
         }
-        positions = self.model.config.position_mode is not PositionMode.NONE
+        positions = self.model.config.position_mode.moves
         for step in range(1, k + 1):
             active = [b for b in active if len(picked[b]) < candidates[b].n]
             if not active:

@@ -26,6 +26,7 @@ import numpy as np
 import torch
 
 from qrag_integrations.core.chunks import Chunk, mapping_filter
+from qrag_integrations.core.config import PositionMode
 from qrag_integrations.core.errors import IndexMismatchError, QRAGError
 from qrag_integrations.core.index import ChunkIndex
 from qrag_integrations.core.model import QRAGModel
@@ -206,6 +207,11 @@ class StoreSearcher:
         """
         if candidates_per_step < 1:
             raise QRAGError(f"candidates_per_step must be >= 1, got {candidates_per_step}")
+        if model.config.position_mode is PositionMode.DOCUMENT:
+            raise QRAGError(
+                "store-backed search does not support position mode 'document' (a chunk's position "
+                "needs its document's chunk count); search an in-memory index"
+            )
         if source.embedding_dim != model.embedding_dim:
             raise IndexMismatchError(
                 f"the store holds {source.embedding_dim}-dimensional vectors, the model makes {model.embedding_dim}"

@@ -355,3 +355,52 @@ def test_rotate_matches_rotary_embedding_torch_as_reference_uses_it() -> None:
         dim=-1,
     )
     assert torch.allclose(rotate(x, pos, THETA), expected, atol=1e-5)
+
+
+def test_document_positions_are_fixed_inside_each_document() -> None:
+    from qrag_integrations.core.positions import document_layout, document_positions
+
+    ids = ["a"] * 4 + ["b"] + ["c"] * 2 + ["a"]  # a later run of "a" is another document
+    order, length = document_layout(ids)
+    assert order.tolist() == [0, 1, 2, 3, 0, 0, 1, 0]
+    assert length.tolist() == [4, 4, 4, 4, 1, 2, 2, 1]
+    assert document_positions(ids, 18).tolist() == [0, 6, 12, 18, 0, 0, 18, 0]
+    assert document_positions([], 18).tolist() == []
+    # one document with no picks: the relative layout's first segment
+    assert document_positions(["d"] * 50, 18).tolist() == relative_layout(50, [], 20, 0.9).tolist()
+    assert layout(PositionMode.DOCUMENT, 5, [1], 20, 0.9).tolist() == [0] * 5
+    assert layout_runs(PositionMode.DOCUMENT, 5, [1], 20, 0.9) == [(0, 5, 0)]
+    assert PositionMode.DOCUMENT.moves is False and PositionMode.RELATIVE.moves
+
+
+def test_document_mode_on_one_chunk_documents_searches_as_none(tiny_bert_dir) -> None:
+    from qrag_integrations.core.config import QRAGConfig
+    from qrag_integrations.core.index import ChunkIndex
+    from qrag_integrations.core.model import QRAGModel
+    from qrag_integrations.core.search import MultiStepSearcher
+
+    texts = [f"fact {i} " + "the " * i for i in range(12)]
+    emb = torch.randn(12, 32, generator=torch.Generator().manual_seed(3))
+    runs = {}
+    for mode in (PositionMode.NONE, PositionMode.DOCUMENT):
+        model = QRAGModel.from_base(QRAGConfig(base_model=str(tiny_bert_dir), position_mode=mode))
+        torch.manual_seed(0)
+        model = QRAGModel.from_base(
+            QRAGConfig(base_model=str(tiny_bert_dir), position_mode=mode)
+        ).eval()
+        one_each = ChunkIndex(32)
+        one_each.add(
+            texts, emb, ids=[str(i) for i in range(12)], doc_ids=[str(i) for i in range(12)]
+        )
+        whole = ChunkIndex(32)
+        whole.add(texts, emb, ids=[str(i) for i in range(12)], doc_ids=["d"] * 12)
+        runs[mode] = [
+            [
+                (h.chunk.id, round(h.q_value, 5))
+                for h in MultiStepSearcher(model, ix).search(["fact 3"], k=4)[0]
+            ]
+            for ix in (one_each, whole)
+        ]
+    assert runs[PositionMode.DOCUMENT][0] == runs[PositionMode.NONE][0]
+    assert runs[PositionMode.NONE][1] == runs[PositionMode.NONE][0]  # none ignores documents
+    assert runs[PositionMode.DOCUMENT][1] != runs[PositionMode.DOCUMENT][0]  # one document: rotated

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 from search_reference import (
-    MODES,
     QUERIES,
+    STORE_MODES,
     N,
     as_tuples,
     assert_same,
@@ -50,7 +50,7 @@ class IndexSource:
         )
 
 
-@pytest.mark.parametrize("mode", list(MODES))
+@pytest.mark.parametrize("mode", STORE_MODES)
 @pytest.mark.parametrize("own_depth", [None, 5])
 def test_full_candidates_match_brute_force(make_model, mode: str, own_depth: int | None) -> None:
     model, index = make_model(mode), random_index()
@@ -127,3 +127,9 @@ def test_refuses_bad_settings_and_dimension(make_model) -> None:
         StoreSearcher(model, IndexSource(random_index()), candidates_per_step=0)
     with pytest.raises(IndexMismatchError, match="48-dimensional"):
         StoreSearcher(model, IndexSource(ChunkIndex(48)))
+
+
+def test_document_positions_are_refused_with_a_clear_error(make_model) -> None:
+    index = random_index()
+    with pytest.raises(QRAGError, match="position mode 'document'"):
+        StoreSearcher(make_model("document"), IndexSource(index))

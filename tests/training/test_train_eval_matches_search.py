@@ -10,7 +10,7 @@ from qrag_integrations import ChunkIndex, MultiStepSearcher, PositionMode, QRAGC
 
 
 @pytest.mark.parametrize("question_weight", [0.0, 0.7])
-@pytest.mark.parametrize("mode", [PositionMode.RELATIVE, PositionMode.ABSOLUTE, PositionMode.NONE])
+@pytest.mark.parametrize("mode", list(PositionMode))
 def test_greedy_retrieve_equals_multistep_searcher(tiny_bert_dir, mode, question_weight):
     from qrag_training.baselines import greedy_retrieve
     from qrag_training.data import babilong_dataset

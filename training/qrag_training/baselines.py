@@ -14,6 +14,7 @@ from qrag_integrations.core.lexical import bm25_index, bm25_query
 from qrag_integrations.core.model import QRAGModel, eval_mode
 from qrag_integrations.core.search import MultiStepSearcher, SearchSettings
 from qrag_training.data.episode import Episode
+from qrag_training.documents import episode_doc_ids
 from qrag_training.metrics import Retrieval
 
 #: ``--baseline`` choices of ``qrag-eval``.
@@ -67,7 +68,8 @@ def greedy_retrieve(
 
     Args:
         model: the Q-RAG model (its config fixes positions and the state text).
-        episodes: episodes to retrieve for; each one's chunks form its own index.
+        episodes: episodes to retrieve for; each one's chunks form its own index, its documents
+            the runs of equal titles (:func:`~qrag_training.documents.episode_doc_ids`).
         steps: maximum picks per episode.
         batch_size: episodes whose states are embedded together.
         stop_threshold: if set, stop an episode before a pick whose Q-value is below it (as
@@ -87,7 +89,8 @@ def greedy_retrieve(
             indexes = []
             for episode, emb in zip(batch, chunk_emb):
                 index = ChunkIndex(model.embedding_dim, device=model.device)
-                index.add(episode.chunks, emb, ids=[str(i) for i in range(len(episode.chunks))])
+                ids = [str(i) for i in range(len(episode.chunks))]
+                index.add(episode.chunks, emb, ids=ids, doc_ids=episode_doc_ids(episode))
                 indexes.append(index)
             searcher = MultiStepSearcher(model, indexes[0], settings)
             hits = searcher.search_each([e.question for e in batch], indexes, steps, stop_threshold)

@@ -22,9 +22,9 @@ import torch
 from torch.nn.utils.rnn import pad_sequence
 
 from qrag_integrations.core.config import PositionMode, QRAGConfig
-from qrag_integrations.core.positions import layout
 from qrag_training.data.episode import Episode
 from qrag_training.distributed import stripe
+from qrag_training.documents import positions_for
 from qrag_training.feedback import Feedback, RewardQuery, score_picks
 
 #: ``state_text(question, picked_texts_in_pick_order, picked_document_order) -> str``,
@@ -39,7 +39,7 @@ class EnvSettings:
     max_steps: int = 6
     """Picks per episode; reaching it is a truncation (paper: BabiLong 6, HotpotQA 2)."""
     position_mode: PositionMode = PositionMode.RELATIVE
-    """Chunk position layout: none, absolute or relative (re-laid out after every pick)."""
+    """Chunk position layout: none, absolute, relative (re-laid out after every pick) or document."""
     relative_step: int = 20
     """Relative mode: distance between segments."""
     relative_span: float = 0.9
@@ -99,10 +99,8 @@ class RetrievalEnv:
         return len(self.picked)
 
     def _layout(self) -> np.ndarray:
-        s = self.settings
-        return layout(
-            s.position_mode, self.num_chunks, self.picked, s.relative_step, s.relative_span
-        )
+        assert self.episode is not None
+        return positions_for(self.episode, self.settings, self.picked)
 
     def reset(self, episode: Episode) -> str:
         """Start ``episode``; returns the initial state text."""

@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from qrag_training.data.episode import Episode
+from qrag_training.documents import kept_layout_meta
 
 #: Texts -> ``(len(texts), D)`` L2-normalised base-encoder embeddings.
 Embed = Callable[[Sequence[str]], torch.Tensor]
@@ -72,7 +73,7 @@ class NegativeSampler:
             support=[new[i] for i in episode.support],
             answer=episode.answer,
             titles=None if episode.titles is None else [episode.titles[i] for i in rows],
-            meta=episode.meta,
+            meta=kept_layout_meta(episode, rows),  # positions stay those of the full episode
         )
 
     @staticmethod

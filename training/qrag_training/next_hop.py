@@ -22,9 +22,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from qrag_integrations.core.config import PositionMode
 from qrag_integrations.core.model import QRAGModel
-from qrag_integrations.core.positions import layout
 from qrag_integrations.core.precision import bf16_autocast
 from qrag_training.data.episode import Episode
 from qrag_training.distill import (
@@ -37,6 +35,7 @@ from qrag_training.distill import (
     make_teacher,
 )
 from qrag_training.distributed import DistContext
+from qrag_training.documents import positions_for
 from qrag_training.frozen_cache import FrozenLayerCache
 from qrag_training.hop_states import HopState, hop_states, recovery_states
 from qrag_training.negatives import NegativeSampler
@@ -192,9 +191,9 @@ class NextHopLearner:
         dist: DistContext | None = None,
         start: QRAGModel | None = None,
     ) -> None:
-        if config.in_batch_negatives and model.config.position_mode is not PositionMode.NONE:
+        if config.in_batch_negatives and model.config.position_mode.moves:
             raise ValueError(
-                "in_batch_negatives needs position_mode none (other episodes' chunks have no position)"
+                "in_batch_negatives needs position_mode none or document (fixed positions)"
             )
         self.model = model
         self.config = config
@@ -226,8 +225,10 @@ class NextHopLearner:
 
     def _sampler(self) -> NegativeSampler:
         model, c, cfg = self.model, self.config, self.model.config
-        if cfg.position_mode is not PositionMode.NONE:
-            raise ValueError("hard_negatives needs position_mode none (a sample has no positions)")
+        if cfg.position_mode.moves:
+            raise ValueError(
+                "hard_negatives needs position_mode none or document (fixed positions)"
+            )
         # negatives are the ones the base encoder ranks highest, whichever teacher distils
         teacher = (
             self.teacher.encoder if isinstance(self.teacher, BaseTeacher) else base_teacher(model)
@@ -292,10 +293,11 @@ class NextHopLearner:
                 available[row, lo:hi] = True
             available[row, [lo + j for j in s.picked]] = False
             positive[row, [lo + j for j in s.targets]] = True
-            pos = layout(cfg.position_mode, hi - lo, s.picked, cfg.relative_step, cfg.relative_span)
+            pos = positions_for(episodes[s.episode], cfg, s.picked)
             positions[row, lo:hi] = torch.from_numpy(pos).to(model.device)
-        if cfg.position_mode is PositionMode.NONE:
-            q = model.q_values(state_emb, chunk_emb, positions[0])
+        if not cfg.position_mode.moves:  # fixed positions: one rotated copy serves every state
+            fixed = np.concatenate([positions_for(e, cfg, []) for e in episodes])
+            q = model.q_values(state_emb, chunk_emb, torch.from_numpy(fixed).to(model.device))
         else:  # per-state positions: rotate a copy of the chunks for every state
             rotated = model.rotate_chunks(
                 chunk_emb.unsqueeze(0).expand(len(states), -1, -1), positions

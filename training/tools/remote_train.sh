@@ -34,6 +34,10 @@
 #   continues it at 64 questions a step, weight 1: c64_da (distillation toward the start + anchored
 #   states), c64_da_fc (+ chunk encoder frozen), c64_da_fc_lo (the same at half the learning rate);
 #   then waits for fresh_fc and exports all four.
+# ROUND=8 (position mode document, GPU): PHASE=1 (.remote carried) unpacks only; PHASE=2 (the
+#   default's folder carried) continues it with fixed positions inside each document (a bAbI
+#   haystack is one document, a HotpotQA paragraph its own): d64 (round 7's c64_da recipe), d64_hi
+#   (twice the learning rate), d64_half (twice the learning rate, distillation weight 0.5).
 set -uo pipefail
 cd "$(dirname "$0")/../.."   # the repository root
 DEV=${DEV:-cuda}
@@ -157,6 +161,33 @@ elif [ "$ROUND" = 7 ]; then
   wait
   for _ in $(seq 120); do grep -q "fresh_fc exit" "$R/exits.log" 2>/dev/null && break; sleep 5; done
   EXPORT="c64_da c64_da_fc c64_da_fc_lo fresh_fc"
+elif [ "$ROUND" = 8 ]; then
+  GEN="preset=general_cpu device=$DEV torch_threads=2 model.base_model=$W/base \
+    +env.train.parts.0.path=$W/hotpotqa.json +env.eval.parts.0.path=$W/hotpotqa.json \
+    env.train.parts.1.target_tokens=[2000,4000,8000] final_report=false eval_interval=50 eval_episodes=200 \
+    model.question_weight=1.0 algo.anchor_states=true env.position_mode=document"
+  Q64="algo.questions_per_step=64"
+  [ -n "${QUICK:-}" ] && GEN="$GEN eval_episodes=10 eval_interval=2 env.pool_size=20" && Q64="algo.questions_per_step=4 steps=3"
+  [ "${PHASE:-1}" = 1 ] && exit 0   # the bundle is unpacked
+  INIT="$W/init_c64da_doc"
+  if [ ! -d "$INIT" ]; then
+    "$PY" training/tools/remote_bundle.py rebase qrag_integrations/assets/general_checkpoint "$W/init_c64da" \
+      --base-model "$W/base" || exit 1
+    "$PY" - "$W/init_c64da" "$INIT" <<'EOF2' || exit 1
+import sys
+from qrag_integrations.core.checkpoint import save_pretrained
+from qrag_integrations.core.config import PositionMode
+from qrag_integrations.core.loading import load_model
+model = load_model(sys.argv[1])
+model.config.position_mode = PositionMode.DOCUMENT
+save_pretrained(model, sys.argv[2])
+EOF2
+  fi
+  CONT="$GEN init_from=$INIT algo.warmup=10 steps=300 algo.distill_teacher=init time_budget_minutes=$MIN $Q64"
+  train d64 $CONT algo.lr=3e-5 algo.distill_weight=1.0 &
+  train d64_hi $CONT algo.lr=6e-5 algo.distill_weight=1.0 &
+  train d64_half $CONT algo.lr=6e-5 algo.distill_weight=0.5 &
+  EXPORT="d64 d64_hi d64_half"
 else
   # round 2: longer PQN runs, and PQN after stronger warm starts (HotpotQA and BabiLong)
   train pqn_pure_long preset=hotpotqa_cpu $HOT $PQN eval_interval=100 algo.lr=5e-5 algo.warmup=200 \

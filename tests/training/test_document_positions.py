@@ -1,0 +1,75 @@
+"""Position mode ``document`` in training: an episode's documents, sampled negatives keep their
+positions, and the next-hop learner scores what the search scores."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import numpy as np
+import torch
+from qrag_training.data.episode import Episode
+from qrag_training.documents import LAYOUT_KEY, episode_doc_ids, positions_for
+from qrag_training.negatives import NegativeSampler
+from qrag_training.next_hop import NextHopConfig, NextHopLearner
+
+from qrag_integrations.core.config import PositionMode, QRAGConfig
+from qrag_integrations.core.model import QRAGModel
+
+DOC = QRAGConfig(position_mode=PositionMode.DOCUMENT)
+
+
+def _story(n: int = 10, titles: list[str] | None = None) -> Episode:
+    return Episode(
+        id="s",
+        question="where is mary",
+        chunks=[f"sentence {i} " + "x " * i for i in range(n)],
+        support=[n - 1],
+        titles=titles,
+    )
+
+
+def test_documents_are_runs_of_titles_or_the_whole_episode() -> None:
+    assert episode_doc_ids(_story(3)) == ["0", "0", "0"]
+    assert episode_doc_ids(_story(5, ["a", "a", "b", "a", "a"])) == ["0", "0", "1", "2", "2"]
+    assert positions_for(_story(10), DOC, [3]).tolist() == [0, 2, 4, 6, 8, 10, 12, 14, 16, 18]
+    assert positions_for(_story(3, ["a", "b", "c"]), DOC, []).tolist() == [0, 0, 0]
+    relative = QRAGConfig(position_mode=PositionMode.RELATIVE)
+    assert positions_for(_story(10), relative, [3]).tolist()[4] == 23  # a pick opens a segment
+
+
+def test_sampled_negatives_keep_their_positions_in_the_full_episode() -> None:
+    story = _story(30)
+    full = positions_for(story, DOC, [])
+    sampler = NegativeSampler(
+        lambda texts: torch.nn.functional.normalize(torch.randn(len(texts), 8), dim=-1),
+        lambda texts: torch.nn.functional.normalize(torch.randn(len(texts), 8), dim=-1),
+        hard=3,
+        random=2,
+    )
+    (small,) = sampler([story], np.random.default_rng(0))
+    assert len(small.chunks) == 6 and LAYOUT_KEY not in story.meta
+    rows = [story.chunks.index(c) for c in small.chunks]
+    assert positions_for(small, DOC, []).tolist() == full[rows].tolist()
+
+
+def test_next_hop_on_one_chunk_documents_equals_none_mode(tiny_bert_dir: Path) -> None:
+    """Titled one-chunk documents sit at 0: the same loss as mode none, in-batch negatives on."""
+    episodes = [_story(6, [f"t{i}" for i in range(6)]) for _ in range(2)]
+    losses = {}
+    for mode in (PositionMode.NONE, PositionMode.DOCUMENT):
+        torch.manual_seed(0)
+        model = QRAGModel.from_base(QRAGConfig(base_model=str(tiny_bert_dir), position_mode=mode))
+        cfg = NextHopConfig(questions_per_step=2, dropout=False, warmup=1)
+        cycle = itertools.cycle(episodes)
+        losses[mode] = NextHopLearner(model, cfg, seed=0).step(lambda c=cycle: next(c))["loss"]
+    assert losses[PositionMode.DOCUMENT] == losses[PositionMode.NONE]
+    # one untitled story: its chunks are rotated, so the loss changes
+    torch.manual_seed(0)
+    model = QRAGModel.from_base(
+        QRAGConfig(base_model=str(tiny_bert_dir), position_mode=PositionMode.DOCUMENT)
+    )
+    it = itertools.cycle([_story(6), _story(6)])
+    cfg = NextHopConfig(questions_per_step=2, dropout=False, warmup=1)
+    loss = NextHopLearner(model, cfg, seed=0).step(lambda: next(it))["loss"]
+    assert np.isfinite(loss) and loss != losses[PositionMode.NONE]

@@ -1,0 +1,68 @@
+"""An episode's documents and chunk positions, for every position mode.
+
+Position mode ``document`` gives each chunk a fixed position inside its document
+(:func:`~qrag_integrations.core.positions.layout_positions`). An episode's documents are the runs
+of equal consecutive titles (a HotpotQA paragraph, a SQuAD article), or the whole episode when it
+has no titles (a BabiLong or RULER haystack). The retriever gets the same documents
+(:func:`episode_doc_ids` as ``doc_ids``), so training and search lay positions out alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+import numpy as np
+
+from qrag_integrations.core.config import PositionMode
+from qrag_integrations.core.positions import document_layout, layout, layout_positions
+from qrag_training.data.episode import Episode
+
+#: ``Episode.meta`` key of ``[[order, length], ...]`` per chunk: the documents an episode's
+#: chunks came from when some chunks were dropped (sampled negatives), so positions stay theirs.
+LAYOUT_KEY = "document_layout"
+
+
+class PositionSettings(Protocol):
+    """The position fields shared by ``QRAGConfig`` and ``EnvSettings``."""
+
+    position_mode: PositionMode
+    relative_step: int
+    relative_span: float
+
+
+def episode_doc_ids(episode: Episode) -> list[str]:
+    """One id per chunk: the index of its run of equal consecutive titles (all ``"0"`` without
+    titles)."""
+    if episode.titles is None:
+        return ["0"] * len(episode.chunks)
+    ids, run = [], 0
+    for i, title in enumerate(episode.titles):
+        run += int(i > 0 and title != episode.titles[i - 1])
+        ids.append(str(run))
+    return ids
+
+
+def episode_layout(episode: Episode) -> tuple[np.ndarray, np.ndarray]:
+    """Each chunk's order inside its document and that document's chunk count."""
+    kept = episode.meta.get(LAYOUT_KEY)
+    if kept is not None:
+        arr = np.asarray(kept, dtype=np.int64).reshape(-1, 2)
+        return arr[:, 0], arr[:, 1]
+    return document_layout(episode_doc_ids(episode))
+
+
+def kept_layout_meta(episode: Episode, rows: Sequence[int]) -> dict:
+    """``episode.meta`` for an episode reduced to the chunks at ``rows``, with their layout."""
+    order, length = episode_layout(episode)
+    return {**episode.meta, LAYOUT_KEY: [[int(order[r]), int(length[r])] for r in rows]}
+
+
+def positions_for(
+    episode: Episode, settings: PositionSettings, picked: Sequence[int]
+) -> np.ndarray:
+    """Positions of all of ``episode``'s chunks given the ranks ``picked``, in any mode."""
+    s = settings
+    if s.position_mode is PositionMode.DOCUMENT:
+        return layout_positions(*episode_layout(episode), int(s.relative_span * s.relative_step))
+    return layout(s.position_mode, len(episode.chunks), picked, s.relative_step, s.relative_span)
