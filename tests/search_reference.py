@@ -32,8 +32,6 @@ MODES = {
     "document": {"position_mode": PositionMode.DOCUMENT},
     "document-anchored": {"position_mode": PositionMode.DOCUMENT, "question_weight": 0.7},
 }
-#: Modes a vector store can search (document mode needs each document's chunk count).
-STORE_MODES = [m for m, kw in MODES.items() if kw["position_mode"] is not PositionMode.DOCUMENT]
 
 
 def random_index(n: int = N, seed: int = 0, dtype: torch.dtype = torch.float32) -> ChunkIndex:
@@ -41,7 +39,8 @@ def random_index(n: int = N, seed: int = 0, dtype: torch.dtype = torch.float32) 
     g = torch.Generator().manual_seed(seed)
     e = torch.randn(n, 32, generator=g)
     metas = [{"doc": "A" if i % 3 else "B", "i": i} for i in range(n)]
-    index.add(TEXTS[:n], e, metadatas=metas, ids=[f"c{i}" for i in range(n)], doc_ids=["d"] * n)
+    docs = ["d1" if i < n // 2 else "d2" for i in range(n)]  # two documents, in order
+    index.add(TEXTS[:n], e, metadatas=metas, ids=[f"c{i}" for i in range(n)], doc_ids=docs)
     return index
 
 
@@ -58,13 +57,12 @@ def brute_force(
     snap = index.snapshot()
     rows = list(range(len(snap))) if rows is None else rows
     chunks = [snap.chunks[r] for r in rows]
-    emb = snap.embeddings.float()
+    emb = snap.embeddings[rows].float()
     cfg = model.config
-    if cfg.position_mode is PositionMode.DOCUMENT:  # fixed positions in the whole document
+    if cfg.position_mode is PositionMode.DOCUMENT:  # fixed positions among the searched chunks
         span_max = int(cfg.relative_span * cfg.relative_step)
-        pos = torch.from_numpy(document_positions([c.doc_id for c in snap.chunks], span_max))
+        pos = torch.from_numpy(document_positions([c.doc_id for c in chunks], span_max))
         emb = rotate(emb, pos, cfg.rope_theta)
-    emb = emb[rows]
     n = len(rows)
     picked: list[int] = []
     out = []

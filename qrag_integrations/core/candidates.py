@@ -4,6 +4,7 @@ matched)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -19,32 +20,43 @@ if TYPE_CHECKING:
     from qrag_integrations.core.search import MultiStepSearcher
 
 
-def rotate_documents(snap: Snapshot, config: QRAGConfig) -> Snapshot:
-    """The snapshot as the search scores it: unchanged, or in document position mode with every
-    chunk embedding rotated by its fixed position inside its document (then the search proper
-    runs as in mode none). A filter later selects rows of it: positions stay those of the whole
-    document."""
-    if config.position_mode is not PositionMode.DOCUMENT or not len(snap):
-        return snap
+def rotate_documents(emb: torch.Tensor, doc_ids: Sequence[str], config: QRAGConfig) -> torch.Tensor:
+    """Embeddings of searched chunks (in document order) rotated by their fixed positions in
+    document position mode: among the searched chunks of their document (with a filter, the
+    matching ones form the document, as in relative mode and in a store-backed search)."""
     span_max = int(config.relative_span * config.relative_step)
-    positions = document_positions([c.doc_id for c in snap.chunks], span_max)
-    pos = torch.from_numpy(positions).to(snap.embeddings.device)
-    return Snapshot(snap.chunks, rotate(snap.embeddings, pos, config.rope_theta))
+    pos = torch.from_numpy(document_positions(doc_ids, span_max)).to(emb.device)
+    return rotate(emb, pos, config.rope_theta)
 
 
 class DocumentRotation:
-    """:func:`rotate_documents` of an index's latest snapshot, kept until its embeddings change
-    (thread-safe)."""
+    """The candidates a search scores: a snapshot's rows as they are, or in document position
+    mode rotated by :func:`rotate_documents` (then the search proper runs as in mode none); the
+    rotated copy of a whole snapshot is kept until its embeddings change (thread-safe)."""
 
     def __init__(self, config: QRAGConfig) -> None:
         self.config = config
         self._slot = BuiltFor()
 
-    def __call__(self, snap: Snapshot, keep: bool = True) -> Snapshot:
-        """``snap`` as searched; ``keep=False``: not kept (one of many indexes searched once)."""
-        if self.config.position_mode is not PositionMode.DOCUMENT or not keep:
-            return rotate_documents(snap, self.config)
-        return self._slot.get(snap.embeddings, lambda: rotate_documents(snap, self.config))
+    def candidates(
+        self, snap: Snapshot, filter: MetadataFilter | None, keep: bool = True
+    ) -> IndexCandidates:
+        """The candidates of ``snap`` under ``filter``; ``keep=False``: a rotated copy is not kept
+        (one of many indexes searched once)."""
+        if self.config.position_mode is not PositionMode.DOCUMENT:
+            return IndexCandidates.of(snap, filter)
+        rows = snap.rows_matching(filter)
+        if rows is not None:
+            emb = snap.embeddings[torch.from_numpy(rows).to(snap.embeddings.device)]
+            ids = [snap.chunks[int(r)].doc_id for r in rows]
+            return IndexCandidates(snap, rows, rotate_documents(emb, ids, self.config))
+
+        def build() -> Snapshot:
+            ids = [c.doc_id for c in snap.chunks]
+            return Snapshot(snap.chunks, rotate_documents(snap.embeddings, ids, self.config))
+
+        rotated = self._slot.get(snap.embeddings, build) if keep else build()
+        return IndexCandidates(rotated, None, rotated.embeddings)
 
 
 class CandidateSet(Protocol):

@@ -107,6 +107,7 @@ def score_at_positions(
     ranks: np.ndarray,
     n: int,
     picked: Sequence[int],
+    fixed: np.ndarray | None = None,
 ) -> tuple[torch.Tensor, np.ndarray]:
     """Exact Q-values of some chunks, given their document-order ranks among ``n`` chunks.
 
@@ -121,6 +122,8 @@ def score_at_positions(
         ranks: ``(K,)`` their ranks in document order among the ``n`` searched chunks.
         n: number of searched chunks (positions are laid out over them).
         picked: ranks of the chunks picked so far.
+        fixed: document position mode: the chunks' fixed positions to rotate ``vectors`` (stored
+            unrotated) by; without them, ``vectors`` are taken as already rotated.
 
     Returns:
         ``(Q-values (K,), positions (K,))``.
@@ -128,8 +131,8 @@ def score_at_positions(
     cfg = model.config
     positions = positions_at(
         cfg.position_mode, ranks, n, picked, cfg.relative_step, cfg.relative_span
-    )
-    pos_t = torch.from_numpy(positions).to(vectors.device)
+    )  # as reported: 0 in document mode, whose rotation is part of the embeddings searched
+    pos_t = torch.from_numpy(positions if fixed is None else fixed).to(vectors.device)
     return model.rotate_chunks(vectors.float(), pos_t) @ state.to(vectors.device).float(), positions
 
 

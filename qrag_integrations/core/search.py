@@ -147,7 +147,7 @@ class MultiStepSearcher:
                 stacklevel=2,
             )
             filter = where
-        candidates = IndexCandidates.of(self._searched(self.index.snapshot()), filter)
+        candidates = self._searched.candidates(self.index.snapshot(), filter)
         use_faiss = (
             self.settings.faiss_candidates is not None
             and candidates.rows is None
@@ -182,8 +182,7 @@ class MultiStepSearcher:
                 raise QRAGError(
                     f"model embedding size {self.model.embedding_dim} != index embedding size {index.embedding_dim}"
                 )
-        snaps = [self._searched(index.snapshot(), keep=False) for index in indexes]
-        candidates = [IndexCandidates.of(snap, None) for snap in snaps]
+        candidates = [self._searched.candidates(i.snapshot(), None, keep=False) for i in indexes]
         return self._run(queries, candidates, k, stop_threshold, shared=False, use_faiss=False)
 
     def search_sets(

@@ -22,6 +22,7 @@ from qrag_integrations.core.checkpoint import chunk_encoder_fingerprint
 from qrag_integrations.core.chunks import Chunk
 from qrag_integrations.core.errors import IndexMismatchError, QRAGError
 from qrag_integrations.core.model import QRAGModel
+from qrag_integrations.core.positions import layout_positions
 
 KEY_ID, KEY_DOC_ID, KEY_ORDER, KEY_DOC_RANK, KEY_FINGERPRINT = (
     "qrag_id",
@@ -249,3 +250,14 @@ class SortedKeys:
         width = np.int64(max(int(self.keys[:, 1].max()), int(keys[:, 1].max())) + 1)
         flat = self.keys[:, 0] * width + self.keys[:, 1]
         return np.searchsorted(flat, keys[:, 0] * width + keys[:, 1], side="left").astype(np.int64)
+
+    def document_positions(self, ranks: np.ndarray, span_max: int) -> np.ndarray:
+        """Fixed positions (document position mode) of the chunks at ``ranks``: their order among
+        the covered chunks of their document, by :func:`~qrag_integrations.core.positions.layout_positions`."""
+        ranks = np.asarray(ranks, dtype=np.int64)
+        if len(ranks) == 0:
+            return np.zeros(0, dtype=np.int64)
+        docs = self.keys[:, 0]
+        first = np.searchsorted(docs, docs[ranks], side="left")
+        length = np.searchsorted(docs, docs[ranks], side="right") - first
+        return layout_positions(ranks - first, length, span_max)

@@ -56,6 +56,9 @@ class StoreLayout(Protocol):
     def ranks(self, keys: np.ndarray) -> np.ndarray:
         """Document-order ranks of ``keys`` ``(K, 2)``: how many of the chunks sort before each."""
 
+    def document_positions(self, ranks: np.ndarray, span_max: int) -> np.ndarray:
+        """Fixed positions (document position mode) of the chunks at ``ranks``."""
+
 
 class CandidateSource(Protocol):
     """A store of chunk vectors the store-backed search reads (Qdrant, LangChain and LlamaIndex
@@ -150,7 +153,13 @@ class _StoreSet:
         vectors = torch.from_numpy(np.ascontiguousarray(got.vectors[keep], dtype=np.float32)).to(
             owner.model.device
         )
-        q, positions = score_at_positions(owner.model, state, vectors, ranks, self.n, picked)
+        cfg = owner.model.config
+        fixed = None
+        if cfg.position_mode is PositionMode.DOCUMENT:  # stored vectors are unrotated
+            fixed = self.layout.document_positions(
+                ranks, int(cfg.relative_span * cfg.relative_step)
+            )
+        q, positions = score_at_positions(owner.model, state, vectors, ranks, self.n, picked, fixed)
         return _Scored(chunks, ranks, q.cpu(), positions, len(unpicked) - len(keep))
 
     def best(
@@ -207,11 +216,6 @@ class StoreSearcher:
         """
         if candidates_per_step < 1:
             raise QRAGError(f"candidates_per_step must be >= 1, got {candidates_per_step}")
-        if model.config.position_mode is PositionMode.DOCUMENT:
-            raise QRAGError(
-                "store-backed search does not support position mode 'document' (a chunk's position "
-                "needs its document's chunk count); search an in-memory index"
-            )
         if source.embedding_dim != model.embedding_dim:
             raise IndexMismatchError(
                 f"the store holds {source.embedding_dim}-dimensional vectors, the model makes {model.embedding_dim}"

@@ -160,7 +160,7 @@ def test_state_text_drives_later_picks(make_model, monkeypatch: pytest.MonkeyPat
 
 
 def test_filter_restricts_candidates_and_layout(make_model) -> None:
-    for mode in ("relative", "absolute"):
+    for mode in ("relative", "absolute", "document"):
         model = make_model(mode)
         index = random_index()
         searcher = MultiStepSearcher(model, index, SearchSettings(block_size=2))

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 from search_reference import (
+    MODES,
     QUERIES,
-    STORE_MODES,
     N,
     as_tuples,
     assert_same,
@@ -24,10 +24,12 @@ from qrag_integrations.stores.search import StoreCandidates, StoreSearcher
 
 class IndexSource:
     """A :class:`CandidateSource` over a ChunkIndex: candidates by unrotated inner product, key =
-    (0, row in document order); counts every call."""
+    (document's rank, row in document order); counts every call."""
 
     def __init__(self, index: ChunkIndex) -> None:
         self.snap = index.snapshot()
+        ranks = {d: r for r, d in enumerate(dict.fromkeys(c.doc_id for c in self.snap.chunks))}
+        self.doc_rank = np.array([ranks[c.doc_id] for c in self.snap.chunks], dtype=np.int64)
         self.embedding_dim = index.embedding_dim
         self.asked: list[int] = []
 
@@ -37,20 +39,20 @@ class IndexSource:
 
     def layout(self, filter) -> SortedKeys:
         rows = self._rows(filter)
-        return SortedKeys(np.stack([np.zeros_like(rows), rows], axis=1))
+        return SortedKeys(np.stack([self.doc_rank[rows], rows], axis=1))
 
     def candidates(self, vector: np.ndarray, k: int, filter) -> StoreCandidates:
         self.asked.append(k)
         rows = self._rows(filter)
         emb = self.snap.embeddings[torch.from_numpy(rows)].float().numpy()
         top = rows[np.argsort(-(emb @ vector), kind="stable")[:k]]
-        keys = np.stack([np.zeros_like(top), top], axis=1)
+        keys = np.stack([self.doc_rank[top], top], axis=1)
         return StoreCandidates(
             [self.snap.chunks[r] for r in top], self.snap.embeddings[top].float().numpy(), keys
         )
 
 
-@pytest.mark.parametrize("mode", STORE_MODES)
+@pytest.mark.parametrize("mode", list(MODES))
 @pytest.mark.parametrize("own_depth", [None, 5])
 def test_full_candidates_match_brute_force(make_model, mode: str, own_depth: int | None) -> None:
     model, index = make_model(mode), random_index()
@@ -127,9 +129,3 @@ def test_refuses_bad_settings_and_dimension(make_model) -> None:
         StoreSearcher(model, IndexSource(random_index()), candidates_per_step=0)
     with pytest.raises(IndexMismatchError, match="48-dimensional"):
         StoreSearcher(model, IndexSource(ChunkIndex(48)))
-
-
-def test_document_positions_are_refused_with_a_clear_error(make_model) -> None:
-    index = random_index()
-    with pytest.raises(QRAGError, match="position mode 'document'"):
-        StoreSearcher(make_model("document"), IndexSource(index))
