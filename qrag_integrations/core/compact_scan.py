@@ -210,7 +210,7 @@ def compact_scanner(
     if device.type != "cpu" or absolute_positions:
         where = f"a {device.type!r} index" if device.type != "cpu" else "absolute positions"
         raise QRAGError(
-            f"scan={scan!r} needs a CPU index and positions 'none' or 'relative', not {where}: "
+            f"scan={scan!r} needs a CPU index and positions 'none', 'document' or 'relative', not {where}: "
             "use scan='exact'"
         )
     return CompactScanner(scan)

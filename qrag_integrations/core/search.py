@@ -72,7 +72,7 @@ class SearchSettings:
     scan: str = EXACT
     """How a step scans the index: ``"exact"`` (float32), or a compact copy that picks
     candidates for exact re-scoring: ``"int8"`` / ``"binary"``, or ``"bf16"`` for batches of
-    questions (:mod:`~qrag_integrations.core.compact_scan`; CPU, positions ``none`` or
+    questions (:mod:`~qrag_integrations.core.compact_scan`; CPU, positions ``none``, ``document`` or
     ``relative``; filtered searches scan exactly)."""
     rescore: int = 400
     """Compact scans: candidates per run of equal positions re-scored exactly each step."""

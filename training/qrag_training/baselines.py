@@ -150,14 +150,15 @@ def greedy_retrieve_pooled(
     embed: ChunkEmbedder | None = None,
     embed_batch_size: int = 128,
 ) -> list[Retrieval]:
-    """Greedy multi-step Q-RAG of every question over one index of all ``texts`` (in their order),
-    ``batch_size`` questions searched together (:meth:`MultiStepSearcher.search`); other arguments
-    as :func:`greedy_retrieve`."""
+    """Greedy multi-step Q-RAG of every question over one index of all ``texts`` (in their order,
+    each its own document: pooled paragraphs), ``batch_size`` questions searched together
+    (:meth:`MultiStepSearcher.search`); other arguments as :func:`greedy_retrieve`."""
     embed = embed or _chunk_embedder(model, embed_batch_size)
     results: list[Retrieval] = []
     with eval_mode(model):
         index = ChunkIndex(model.embedding_dim, device=model.device)
-        index.add(list(texts), embed(texts), ids=[str(i) for i in range(len(texts))])
+        ids = [str(i) for i in range(len(texts))]
+        index.add(list(texts), embed(texts), ids=ids, doc_ids=ids)
         searcher = MultiStepSearcher(model, index)
         for start in range(0, len(questions), batch_size):
             hits = searcher.search(
