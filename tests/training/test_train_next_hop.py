@@ -161,7 +161,12 @@ def test_autocast_setting_is_checked_and_auto_follows_the_machine(
 def test_freeze_chunk_encoder_trains_the_state_encoder_only(tiny_bert_dir: Path) -> None:
     model = QRAGModel.from_base(QRAGConfig(base_model=str(tiny_bert_dir), trainable_layers=1))
     before = {k: v.clone() for k, v in model.trained_state_dict().items()}
-    cfg = NextHopConfig(questions_per_step=4, in_batch_negatives=False, freeze_chunk_encoder=True)
+    cfg = NextHopConfig(
+        questions_per_step=4,
+        in_batch_negatives=False,
+        freeze_chunk_encoder=True,
+        frozen_cache_mb=64,
+    )
     learner = NextHopLearner(model, cfg, seed=0)
     it = itertools.cycle(_episodes())
     for _ in range(3):
@@ -172,6 +177,16 @@ def test_freeze_chunk_encoder_trains_the_state_encoder_only(tiny_bert_dir: Path)
     assert chunk and state
     assert all(torch.equal(before[k], after[k]) for k in chunk)
     assert any(not torch.equal(before[k], after[k]) for k in state)
+    # a frozen encoder's outputs are cached whole, from eval mode: the same as inference's
+    assert learner.chunk_cache is not None
+    assert learner.chunk_cache.frozen == len(model.chunk_encoder.layers())
+    texts = _episodes()[0].chunks
+    model.train(True)
+    with torch.no_grad():
+        cached = learner.chunk_cache.embed(texts)
+    torch.testing.assert_close(
+        cached, model.eval().embed_chunks(texts), atol=2e-3, rtol=0
+    )  # fp16 cache
 
 
 def test_in_batch_negatives_need_unrotated_chunks(tiny_bert_dir: Path) -> None:

@@ -55,15 +55,16 @@ class FrozenLayerCache:
     ) -> None:
         """Args:
         encoder: the chunk encoder (its bottom ``frozen`` layers must not train).
-        frozen: how many bottom layers are frozen (>= 1, fewer than the encoder has).
+        frozen: how many bottom layers are frozen (>= 1; all of them: a frozen encoder, whose
+            final outputs are cached).
         tokenize: the model's tokenizer call (``QRAGModel.tokenize``).
         max_tokens: the chunk token budget.
         max_mb: memory the cached outputs may take; least recently used texts leave first.
         dtype: storage dtype of the cached outputs (computed in the encoder's dtype).
         """
         layers = encoder.layers()
-        if not 1 <= frozen < len(layers):
-            raise ValueError(f"frozen must be in 1..{len(layers) - 1}, got {frozen}")
+        if not 1 <= frozen <= len(layers):
+            raise ValueError(f"frozen must be in 1..{len(layers)}, got {frozen}")
         for layer in layers[:frozen]:
             if any(p.requires_grad for p in layer.parameters()):
                 raise ValueError("the cached layers must be frozen (requires_grad=False)")

@@ -158,9 +158,12 @@ def in_batch_candidates(texts: Sequence[str], lo: int, hi: int) -> torch.Tensor:
     return out
 
 
-def frozen_chunk_cache(model: QRAGModel, max_mb: float) -> FrozenLayerCache | None:
+def frozen_chunk_cache(
+    model: QRAGModel, max_mb: float, whole: bool = False
+) -> FrozenLayerCache | None:
     """The chunk encoder's frozen-layer cache of ``max_mb`` MB (``None`` for 0, or when no
-    layer is frozen)."""
+    layer is frozen); ``whole``: every layer is frozen (``freeze_chunk_encoder``), so the cache
+    holds final outputs, computed once in eval mode (no dropout on a frozen encoder)."""
     if max_mb <= 0:
         return None
     trainable = model.config.trainable_layers
@@ -168,7 +171,7 @@ def frozen_chunk_cache(model: QRAGModel, max_mb: float) -> FrozenLayerCache | No
         raise ValueError(
             "frozen_cache_mb needs model.trainable_layers: only frozen layers are cached"
         )
-    frozen = len(model.chunk_encoder.layers()) - trainable
+    frozen = len(model.chunk_encoder.layers()) - (0 if whole else trainable)
     if frozen < 1:
         return None
     return FrozenLayerCache(
@@ -216,7 +219,9 @@ class NextHopLearner:
             else None
         )
         """The frozen teacher of the distillation term (``None`` when it is off)."""
-        self.chunk_cache = frozen_chunk_cache(model, config.frozen_cache_mb)
+        self.chunk_cache = frozen_chunk_cache(
+            model, config.frozen_cache_mb, config.freeze_chunk_encoder
+        )
         """Output of the chunk encoder's frozen layers per text (``None``: off)."""
         self.sampler = self._sampler() if config.hard_negatives is not None else None
         """Shrinks each step's episodes to sampled negatives (``None``: every chunk)."""
@@ -263,6 +268,8 @@ class NextHopLearner:
         offsets = np.concatenate([[0], np.cumsum(sizes)])
         total = int(offsets[-1])
         model.train(c.dropout)
+        if c.freeze_chunk_encoder:  # no dropout on an encoder that does not learn
+            model.chunk_encoder.eval()
         cfg = model.config
         texts_of_step = [t for e in episodes for t in e.chunks]
         texts = [
