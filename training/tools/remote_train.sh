@@ -38,6 +38,7 @@
 #   default's folder carried) continues it with fixed positions inside each document (a bAbI
 #   haystack is one document, a HotpotQA paragraph its own): d64 (round 7's c64_da recipe), d64_hi
 #   (twice the learning rate), d64_half (twice the learning rate, distillation weight 0.5).
+# ROUND=9: as ROUND=8's d64_half with RoPE base 1e6 and 1e8 (t1e6_half, t1e8_half).
 set -uo pipefail
 cd "$(dirname "$0")/../.."   # the repository root
 DEV=${DEV:-cuda}
@@ -161,7 +162,7 @@ elif [ "$ROUND" = 7 ]; then
   wait
   for _ in $(seq 120); do grep -q "fresh_fc exit" "$R/exits.log" 2>/dev/null && break; sleep 5; done
   EXPORT="c64_da c64_da_fc c64_da_fc_lo fresh_fc"
-elif [ "$ROUND" = 8 ]; then
+elif [ "$ROUND" = 8 ] || [ "$ROUND" = 9 ]; then
   GEN="preset=general_cpu device=$DEV torch_threads=2 model.base_model=$W/base \
     +env.train.parts.0.path=$W/hotpotqa.json +env.eval.parts.0.path=$W/hotpotqa.json \
     env.train.parts.1.target_tokens=[2000,4000,8000] final_report=false eval_interval=50 eval_episodes=200 \
@@ -183,11 +184,30 @@ model.config.position_mode = PositionMode.DOCUMENT
 save_pretrained(model, sys.argv[2])
 EOF2
   fi
+  if [ "$ROUND" = 9 ]; then
+    # round 9: the d64_half recipe with a larger RoPE base, so positions turn a few feature pairs only
+    for TN in 1000000.0:t1e6_half 100000000.0:t1e8_half; do
+      T=${TN%%:*} NAME=${TN##*:}
+      "$PY" - "$INIT" "$W/init_$NAME" "$T" <<'EOF3' || exit 1
+import sys
+from qrag_integrations.core.checkpoint import save_pretrained
+from qrag_integrations.core.loading import load_model
+model = load_model(sys.argv[1])
+model.config.rope_theta = float(sys.argv[3])
+save_pretrained(model, sys.argv[2])
+EOF3
+      train "$NAME" $GEN init_from="$W/init_$NAME" model.rope_theta=$T algo.warmup=10 steps=300 \
+        algo.distill_teacher=init time_budget_minutes=$MIN $Q64 algo.lr=6e-5 algo.distill_weight=0.5 &
+    done
+    wait
+    EXPORT="t1e6_half t1e8_half"
+  else
   CONT="$GEN init_from=$INIT algo.warmup=10 steps=300 algo.distill_teacher=init time_budget_minutes=$MIN $Q64"
   train d64 $CONT algo.lr=3e-5 algo.distill_weight=1.0 &
   train d64_hi $CONT algo.lr=6e-5 algo.distill_weight=1.0 &
   train d64_half $CONT algo.lr=6e-5 algo.distill_weight=0.5 &
   EXPORT="d64 d64_hi d64_half"
+  fi
 else
   # round 2: longer PQN runs, and PQN after stronger warm starts (HotpotQA and BabiLong)
   train pqn_pure_long preset=hotpotqa_cpu $HOT $PQN eval_interval=100 algo.lr=5e-5 algo.warmup=200 \
