@@ -60,8 +60,8 @@ def brute_force(
     emb = snap.embeddings[rows].float()
     cfg = model.config
     if cfg.position_mode is PositionMode.DOCUMENT:  # fixed positions among the searched chunks
-        span_max = int(cfg.relative_span * cfg.relative_step)
-        pos = torch.from_numpy(document_positions([c.doc_id for c in chunks], span_max))
+        ids = [c.doc_id for c in chunks]
+        pos = torch.from_numpy(document_positions(ids, cfg.relative_step, cfg.relative_span))
         emb = rotate(emb, pos, cfg.rope_theta)
     n = len(rows)
     picked: list[int] = []

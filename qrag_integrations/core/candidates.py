@@ -24,9 +24,8 @@ def rotate_documents(emb: torch.Tensor, doc_ids: Sequence[str], config: QRAGConf
     """Embeddings of searched chunks (in document order) rotated by their fixed positions in
     document position mode: among the searched chunks of their document (with a filter, the
     matching ones form the document, as in relative mode and in a store-backed search)."""
-    span_max = int(config.relative_span * config.relative_step)
-    pos = torch.from_numpy(document_positions(doc_ids, span_max)).to(emb.device)
-    return rotate(emb, pos, config.rope_theta)
+    positions = document_positions(doc_ids, config.relative_step, config.relative_span)
+    return rotate(emb, torch.from_numpy(positions).to(emb.device), config.rope_theta)
 
 
 class DocumentRotation:
@@ -43,13 +42,12 @@ class DocumentRotation:
     ) -> IndexCandidates:
         """The candidates of ``snap`` under ``filter``; ``keep=False``: a rotated copy is not kept
         (one of many indexes searched once)."""
+        plain = IndexCandidates.of(snap, filter)
         if self.config.position_mode is not PositionMode.DOCUMENT:
-            return IndexCandidates.of(snap, filter)
-        rows = snap.rows_matching(filter)
-        if rows is not None:
-            emb = snap.embeddings[torch.from_numpy(rows).to(snap.embeddings.device)]
-            ids = [snap.chunks[int(r)].doc_id for r in rows]
-            return IndexCandidates(snap, rows, rotate_documents(emb, ids, self.config))
+            return plain
+        if plain.rows is not None:
+            ids = [snap.chunks[int(r)].doc_id for r in plain.rows]
+            return IndexCandidates(snap, plain.rows, rotate_documents(plain.emb, ids, self.config))
 
         def build() -> Snapshot:
             ids = [c.doc_id for c in snap.chunks]

@@ -90,18 +90,18 @@ def document_layout(doc_ids: Sequence[object]) -> tuple[np.ndarray, np.ndarray]:
     return np.arange(n, dtype=np.int64) - first, np.repeat(lengths, lengths)
 
 
-def layout_positions(order: np.ndarray, length: np.ndarray, span_max: int) -> np.ndarray:
+def layout_positions(order: np.ndarray, length: np.ndarray, step: int, span: float) -> np.ndarray:
     """Fixed positions under :attr:`PositionMode.DOCUMENT`: chunk ``order`` of a document of
-    ``length`` chunks sits at ``(order * span_max) // (length - 1)`` (the relative layout's
-    segment with no picks), a one-chunk document at 0; ``span_max`` is
-    ``int(relative_span * relative_step)``."""
+    ``length`` chunks sits at ``(order * M) // (length - 1)`` with ``M = int(span * step)`` (the
+    relative layout's segment with no picks), a one-chunk document at 0."""
+    max_value = int(span * step)
     order, length = np.asarray(order, dtype=np.int64), np.asarray(length, dtype=np.int64)
-    return np.where(length > 1, (order * span_max) // np.maximum(length - 1, 1), 0)
+    return np.where(length > 1, (order * max_value) // np.maximum(length - 1, 1), 0)
 
 
-def document_positions(doc_ids: Sequence[object], span_max: int) -> np.ndarray:
+def document_positions(doc_ids: Sequence[object], step: int, span: float) -> np.ndarray:
     """:func:`layout_positions` of chunks in document order with these ``doc_ids``."""
-    return layout_positions(*document_layout(doc_ids), span_max)
+    return layout_positions(*document_layout(doc_ids), step, span)
 
 
 def positions_at(
@@ -114,7 +114,7 @@ def positions_at(
 ) -> np.ndarray:
     """Positions of the chunks at ``ranks`` (document order) among ``n``, for any position mode
     (document mode: 0, since its fixed rotation is applied to the embeddings searched, see
-    :func:`rotated_snapshot`)."""
+    :class:`~qrag_integrations.core.candidates.DocumentRotation`)."""
     if mode is PositionMode.RELATIVE:
         return relative_positions_at(ranks, n, picked_ranks, step, span)
     if mode is PositionMode.ABSOLUTE:

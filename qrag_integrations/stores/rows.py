@@ -251,7 +251,7 @@ class SortedKeys:
         flat = self.keys[:, 0] * width + self.keys[:, 1]
         return np.searchsorted(flat, keys[:, 0] * width + keys[:, 1], side="left").astype(np.int64)
 
-    def document_positions(self, ranks: np.ndarray, span_max: int) -> np.ndarray:
+    def document_positions(self, ranks: np.ndarray, step: int, span: float) -> np.ndarray:
         """Fixed positions (document position mode) of the chunks at ``ranks``: their order among
         the covered chunks of their document, by :func:`~qrag_integrations.core.positions.layout_positions`."""
         ranks = np.asarray(ranks, dtype=np.int64)
@@ -260,4 +260,4 @@ class SortedKeys:
         docs = self.keys[:, 0]
         first = np.searchsorted(docs, docs[ranks], side="left")
         length = np.searchsorted(docs, docs[ranks], side="right") - first
-        return layout_positions(ranks - first, length, span_max)
+        return layout_positions(ranks - first, length, step, span)

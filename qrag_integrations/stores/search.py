@@ -56,7 +56,7 @@ class StoreLayout(Protocol):
     def ranks(self, keys: np.ndarray) -> np.ndarray:
         """Document-order ranks of ``keys`` ``(K, 2)``: how many of the chunks sort before each."""
 
-    def document_positions(self, ranks: np.ndarray, span_max: int) -> np.ndarray:
+    def document_positions(self, ranks: np.ndarray, step: int, span: float) -> np.ndarray:
         """Fixed positions (document position mode) of the chunks at ``ranks``."""
 
 
@@ -156,9 +156,7 @@ class _StoreSet:
         cfg = owner.model.config
         fixed = None
         if cfg.position_mode is PositionMode.DOCUMENT:  # stored vectors are unrotated
-            fixed = self.layout.document_positions(
-                ranks, int(cfg.relative_span * cfg.relative_step)
-            )
+            fixed = self.layout.document_positions(ranks, cfg.relative_step, cfg.relative_span)
         q, positions = score_at_positions(owner.model, state, vectors, ranks, self.n, picked, fixed)
         return _Scored(chunks, ranks, q.cpu(), positions, len(unpicked) - len(keep))
 

@@ -364,10 +364,13 @@ def test_document_positions_are_fixed_inside_each_document() -> None:
     order, length = document_layout(ids)
     assert order.tolist() == [0, 1, 2, 3, 0, 0, 1, 0]
     assert length.tolist() == [4, 4, 4, 4, 1, 2, 2, 1]
-    assert document_positions(ids, 18).tolist() == [0, 6, 12, 18, 0, 0, 18, 0]
-    assert document_positions([], 18).tolist() == []
+    assert document_positions(ids, 20, 0.9).tolist() == [0, 6, 12, 18, 0, 0, 18, 0]
+    assert document_positions([], 20, 0.9).tolist() == []
     # one document with no picks: the relative layout's first segment
-    assert document_positions(["d"] * 50, 18).tolist() == relative_layout(50, [], 20, 0.9).tolist()
+    assert (
+        document_positions(["d"] * 50, 20, 0.9).tolist()
+        == relative_layout(50, [], 20, 0.9).tolist()
+    )
     assert layout(PositionMode.DOCUMENT, 5, [1], 20, 0.9).tolist() == [0] * 5
     assert layout_runs(PositionMode.DOCUMENT, 5, [1], 20, 0.9) == [(0, 5, 0)]
     assert PositionMode.DOCUMENT.moves is False and PositionMode.RELATIVE.moves

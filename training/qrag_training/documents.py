@@ -64,5 +64,5 @@ def positions_for(
     """Positions of all of ``episode``'s chunks given the ranks ``picked``, in any mode."""
     s = settings
     if s.position_mode is PositionMode.DOCUMENT:
-        return layout_positions(*episode_layout(episode), int(s.relative_span * s.relative_step))
+        return layout_positions(*episode_layout(episode), s.relative_step, s.relative_span)
     return layout(s.position_mode, len(episode.chunks), picked, s.relative_step, s.relative_span)

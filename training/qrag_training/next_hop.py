@@ -300,8 +300,9 @@ class NextHopLearner:
                 available[row, lo:hi] = True
             available[row, [lo + j for j in s.picked]] = False
             positive[row, [lo + j for j in s.targets]] = True
-            pos = positions_for(episodes[s.episode], cfg, s.picked)
-            positions[row, lo:hi] = torch.from_numpy(pos).to(model.device)
+            if cfg.position_mode.moves:  # fixed positions are laid out once, below
+                pos = positions_for(episodes[s.episode], cfg, s.picked)
+                positions[row, lo:hi] = torch.from_numpy(pos).to(model.device)
         if not cfg.position_mode.moves:  # fixed positions: one rotated copy serves every state
             fixed = np.concatenate([positions_for(e, cfg, []) for e in episodes])
             q = model.q_values(state_emb, chunk_emb, torch.from_numpy(fixed).to(model.device))
