@@ -7,8 +7,10 @@ import itertools
 from pathlib import Path
 
 import numpy as np
+import pytest
 import torch
 from qrag_training.data.episode import Episode
+from qrag_training.data.mixture import mixture_dataset
 from qrag_training.documents import LAYOUT_KEY, episode_doc_ids, positions_for
 from qrag_training.negatives import NegativeSampler
 from qrag_training.next_hop import NextHopConfig, NextHopLearner
@@ -36,6 +38,18 @@ def test_documents_are_runs_of_titles_or_the_whole_episode() -> None:
     assert positions_for(_story(3, ["a", "b", "c"]), DOC, []).tolist() == [0, 0, 0]
     relative = QRAGConfig(position_mode=PositionMode.RELATIVE)
     assert positions_for(_story(10), relative, [3]).tolist()[4] == 23  # a pick opens a segment
+
+
+def test_a_mixture_part_can_make_a_titled_episode_one_document() -> None:
+    titled = _story(10, [str(i) for i in range(10)])
+    loaders = {"gen": lambda n=1, **_: [titled] * n}
+    (one,) = mixture_dataset([{"name": "gen", "one_document": True}], n=1, loaders=loaders)
+    (apart,) = mixture_dataset([{"name": "gen"}], n=1, loaders=loaders)
+    assert episode_doc_ids(one) == ["0"] * 10 and positions_for(one, DOC, []).max() == 18
+    assert episode_doc_ids(apart) == [str(i) for i in range(10)]
+    assert positions_for(apart, DOC, []).tolist() == [0] * 10
+    with pytest.raises(ValueError, match="part 0: one_document must be true or false"):
+        mixture_dataset([{"name": "gen", "one_document": "yes"}], n=1, loaders=loaders)
 
 
 def test_sampled_negatives_keep_their_positions_in_the_full_episode() -> None:

@@ -3,7 +3,8 @@
 Position mode ``document`` gives each chunk a fixed position inside its document
 (:func:`~qrag_integrations.core.positions.layout_positions`). An episode's documents are the runs
 of equal consecutive titles (a HotpotQA paragraph, a SQuAD article), or the whole episode when it
-has no titles (a BabiLong or RULER haystack). The retriever gets the same documents
+has no titles (a BabiLong or RULER haystack) or a mixture part made it one document
+(``one_document: true``). The retriever gets the same documents
 (:func:`episode_doc_ids` as ``doc_ids``), so training and search lay positions out alike.
 """
 
@@ -17,6 +18,7 @@ import numpy as np
 from qrag_integrations.core.config import PositionMode
 from qrag_integrations.core.positions import document_layout, layout, layout_positions
 from qrag_training.data.episode import Episode
+from qrag_training.data.mixture import ONE_DOCUMENT_KEY
 
 #: ``Episode.meta`` key of ``[[order, length], ...]`` per chunk: the documents an episode's
 #: chunks came from when some chunks were dropped (sampled negatives), so positions stay theirs.
@@ -33,8 +35,8 @@ class PositionSettings(Protocol):
 
 def episode_doc_ids(episode: Episode) -> list[str]:
     """One id per chunk: the index of its run of equal consecutive titles (all ``"0"`` without
-    titles)."""
-    if episode.titles is None:
+    titles or with ``meta["one_document"]``)."""
+    if episode.titles is None or episode.meta.get(ONE_DOCUMENT_KEY):
         return ["0"] * len(episode.chunks)
     ids, run = [], 0
     for i, title in enumerate(episode.titles):

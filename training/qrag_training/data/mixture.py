@@ -17,7 +17,10 @@ from typing import Any
 from qrag_training.data.episode import Episode
 
 #: Keys of a part that are the mixture's, not the part loader's.
-_PART_KEYS = ("name", "weight")
+_PART_KEYS = ("name", "weight", "one_document")
+#: ``Episode.meta`` key set by a part with ``one_document: true``: the episode's chunks are one
+#: document whatever their titles (read by :func:`qrag_training.documents.episode_doc_ids`).
+ONE_DOCUMENT_KEY = "one_document"
 #: Loaders of fixed data sets (files): the mixture samples its share from what they load.
 FIXED_SETS = ("hotpotqa", "musique", "twowiki", "custom")
 #: Per-part seed offset, so two generated parts never share a seed.
@@ -63,7 +66,9 @@ def mixture_dataset(
 
     Args:
         parts: One mapping per data set: ``name`` (a loader name), ``weight`` (share of ``n``,
-            default 1) and that loader's keyword arguments. ``n`` / ``limit`` are set from the
+            default 1), ``one_document`` (default false: each episode's chunks are one document
+            for position mode ``document``, e.g. a HotpotQA question's ten paragraphs, whose
+            order says nothing about relevance) and that loader's keyword arguments. ``n`` / ``limit`` are set from the
             part's share; a generated part's ``seed`` (if it takes one) becomes
             ``seed + its own seed + part index * 7919`` so a refreshed pool (new ``seed``) gives
             every generated part new episodes.
@@ -105,10 +110,25 @@ def mixture_dataset(
                 kwargs["seed"] = int(kwargs["seed"]) + int(seed) + index * _SEED_STRIDE
             picked = loaders[name](**kwargs)
         tag = f"{index}:{name}"
-        groups.append([_tagged(e, tag) for e in picked])
+        one_document = _flag(part.get("one_document", False), index)
+        groups.append([_tagged(e, tag, one_document) for e in picked])
     return interleave(groups)
 
 
-def _tagged(episode: Episode, tag: str) -> Episode:
-    """``episode`` with ``meta["mixture_part"] = tag`` (episodes are frozen: a copy)."""
-    return replace(episode, meta={**episode.meta, "mixture_part": tag})
+def _flag(value: Any, index: int) -> bool:
+    """A part's boolean setting, refusing anything but a bool (YAML ``yes`` / ``true``)."""
+    if not isinstance(value, bool):
+        # a config error like the module's others (ValueError), whatever the value's type
+        raise ValueError(  # noqa: TRY004
+            f"mixture part {index}: one_document must be true or false, got {value!r}"
+        )
+    return value
+
+
+def _tagged(episode: Episode, tag: str, one_document: bool = False) -> Episode:
+    """``episode`` with ``meta["mixture_part"] = tag`` (and ``meta["one_document"]`` when
+    set; episodes are frozen: a copy)."""
+    meta = {**episode.meta, "mixture_part": tag}
+    if one_document:
+        meta[ONE_DOCUMENT_KEY] = True
+    return replace(episode, meta=meta)
