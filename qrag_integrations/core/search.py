@@ -318,6 +318,8 @@ class MultiStepSearcher:
 
     def _rotated_states(self, states: torch.Tensor, positions: list[int]) -> torch.Tensor:
         """``(R, B, D)``: every state rotated by ``-p`` for each run position ``p``."""
+        if not any(positions):  # modes none / document: one run at 0, a rotation by 0 is a copy
+            return states.unsqueeze(0).expand(len(positions), -1, -1)
         pos = torch.tensor(positions, device=states.device).view(-1, 1).expand(-1, states.shape[0])
         return rotate(
             states.unsqueeze(0).expand(len(positions), -1, -1),

@@ -16,6 +16,7 @@ from qrag_training.next_hop import (
     HopState,
     NextHopConfig,
     NextHopLearner,
+    frozen_chunk_cache,
     hop_states,
     next_hop_loss,
 )
@@ -187,6 +188,16 @@ def test_freeze_chunk_encoder_trains_the_state_encoder_only(tiny_bert_dir: Path)
     torch.testing.assert_close(
         cached, model.eval().embed_chunks(texts), atol=2e-3, rtol=0
     )  # fp16 cache
+
+
+def test_a_whole_frozen_encoder_is_cached_without_trainable_layers(tiny_bert_dir: Path) -> None:
+    model = QRAGModel.from_base(QRAGConfig(base_model=str(tiny_bert_dir)))
+    for p in model.chunk_encoder.parameters():
+        p.requires_grad_(False)
+    cache = frozen_chunk_cache(model, 64, whole=True)
+    assert cache is not None and cache.frozen == len(model.chunk_encoder.layers())
+    with pytest.raises(ValueError, match="needs model.trainable_layers"):
+        frozen_chunk_cache(model, 64)
 
 
 def test_in_batch_negatives_need_unrotated_chunks(tiny_bert_dir: Path) -> None:

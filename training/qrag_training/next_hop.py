@@ -91,7 +91,7 @@ class NextHopConfig(OptimConfig):
     frozen_cache_mb: float = 0.0
     """Keep the output of the chunk encoder's frozen layers per chunk text, up to this many MB
     (:mod:`qrag_training.frozen_cache`), so a step runs only the trainable layers on chunks seen
-    before; 0 = off. Needs ``model.trainable_layers``."""
+    before; 0 = off. Needs ``model.trainable_layers`` unless ``freeze_chunk_encoder``."""
     hard_negatives: int | None = None
     """Train each question on its supporting chunks, this many other chunks its base encoder
     ranks highest and ``random_negatives`` more at random (:mod:`qrag_training.negatives`);
@@ -166,12 +166,12 @@ def frozen_chunk_cache(
     holds final outputs, computed once in eval mode (no dropout on a frozen encoder)."""
     if max_mb <= 0:
         return None
-    trainable = model.config.trainable_layers
+    trainable = 0 if whole else model.config.trainable_layers
     if trainable is None:
         raise ValueError(
             "frozen_cache_mb needs model.trainable_layers: only frozen layers are cached"
         )
-    frozen = len(model.chunk_encoder.layers()) - (0 if whole else trainable)
+    frozen = len(model.chunk_encoder.layers()) - trainable
     if frozen < 1:
         return None
     return FrozenLayerCache(
