@@ -31,6 +31,9 @@ MODES = {
     },
     "document": {"position_mode": PositionMode.DOCUMENT},
     "document-anchored": {"position_mode": PositionMode.DOCUMENT, "question_weight": 0.7},
+    # only slow feature pairs turn (the two fastest of the tiny model's 8 per half stay put)
+    "document-slow": {"position_mode": PositionMode.DOCUMENT, "rope_max_frequency": 0.2},
+    "relative-slow": {"position_mode": PositionMode.RELATIVE, "rope_max_frequency": 0.2},
 }
 
 
@@ -62,7 +65,7 @@ def brute_force(
     if cfg.position_mode is PositionMode.DOCUMENT:  # fixed positions among the searched chunks
         ids = [c.doc_id for c in chunks]
         pos = torch.from_numpy(document_positions(ids, cfg.relative_step, cfg.relative_span))
-        emb = rotate(emb, pos, cfg.rope_theta)
+        emb = rotate(emb, pos, cfg.rope_theta, max_frequency=cfg.rope_max_frequency)
     n = len(rows)
     picked: list[int] = []
     out = []

@@ -25,7 +25,8 @@ def rotate_documents(emb: torch.Tensor, doc_ids: Sequence[str], config: QRAGConf
     document position mode: among the searched chunks of their document (with a filter, the
     matching ones form the document, as in relative mode and in a store-backed search)."""
     positions = document_positions(doc_ids, config.relative_step, config.relative_span)
-    return rotate(emb, torch.from_numpy(positions).to(emb.device), config.rope_theta)
+    at = torch.from_numpy(positions).to(emb.device)
+    return rotate(emb, at, config.rope_theta, max_frequency=config.rope_max_frequency)
 
 
 class DocumentRotation:

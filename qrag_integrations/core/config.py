@@ -65,6 +65,11 @@ class QRAGConfig:
     """Relative mode: a segment's positions spread over ``int(span * step)`` (paper: 0.9)."""
     rope_theta: float = 10000.0
     """RoPE base frequency."""
+    rope_max_frequency: float | None = None
+    """Feature pairs whose RoPE frequency (radians per position) is above this stay unrotated, so
+    positions turn only slow pairs and leave the rest of a chunk's content as it is (e.g. pi / 18:
+    no pair turns more than half a circle across a document in mode document); ``None`` rotates
+    every pair (plain RoPE)."""
     output_scale: float = 10.0
     """Mean-pooled encoder outputs are divided by this (paper: 10); unused with ``normalize``."""
     normalize: bool = True
@@ -113,6 +118,10 @@ class QRAGConfig:
                 raise ValueError(f"{name} must be >= 2, got {getattr(self, name)}")
         if self.question_weight < 0:
             raise ValueError(f"question_weight must be >= 0, got {self.question_weight}")
+        if self.rope_max_frequency is not None and not self.rope_max_frequency > 0:
+            raise ValueError(
+                f"rope_max_frequency must be None or > 0, got {self.rope_max_frequency}"
+            )
         if self.output_scale <= 0:
             raise ValueError(f"output_scale must be > 0, got {self.output_scale}")
         if self.lexical_depth is not None and self.lexical_depth < 1:

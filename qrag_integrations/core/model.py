@@ -327,7 +327,8 @@ class QRAGModel(nn.Module):
         """Apply the chunk positions (no-op in ``none`` mode)."""
         if self.config.position_mode is PositionMode.NONE:
             return chunk_emb
-        return rotate(chunk_emb, positions, self.config.rope_theta)
+        cfg = self.config
+        return rotate(chunk_emb, positions, cfg.rope_theta, max_frequency=cfg.rope_max_frequency)
 
     def twin_q(
         self, state_emb: torch.Tensor, rotated_chunk_emb: torch.Tensor

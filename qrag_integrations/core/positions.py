@@ -141,13 +141,26 @@ def layout_runs(
     return None
 
 
-def rope_inv_freq(dim: int, theta: float, device: torch.device | str | None = None) -> torch.Tensor:
-    """Inverse frequencies for a RoPE over ``dim`` features (``dim // 2`` rotated pairs)."""
-    return 1.0 / (theta ** (torch.arange(0, dim, 2, device=device, dtype=torch.float32) / dim))
+def rope_inv_freq(
+    dim: int,
+    theta: float,
+    device: torch.device | str | None = None,
+    max_frequency: float | None = None,
+) -> torch.Tensor:
+    """Inverse frequencies for a RoPE over ``dim`` features (``dim // 2`` rotated pairs); those
+    above ``max_frequency`` are 0 (the pair is not rotated)."""
+    inv = 1.0 / (theta ** (torch.arange(0, dim, 2, device=device, dtype=torch.float32) / dim))
+    if max_frequency is not None:
+        inv = torch.where(inv > max_frequency, torch.zeros_like(inv), inv)
+    return inv
 
 
 def rotate(
-    emb: torch.Tensor, positions: torch.Tensor, theta: float, inverse: bool = False
+    emb: torch.Tensor,
+    positions: torch.Tensor,
+    theta: float,
+    inverse: bool = False,
+    max_frequency: float | None = None,
 ) -> torch.Tensor:
     """Rotate embeddings by their positions, each half of the features separately.
 
@@ -160,6 +173,7 @@ def rotate(
         positions: integer positions broadcastable to ``emb.shape[:-1]``.
         theta: RoPE base.
         inverse: rotate by ``-position`` (turns ``<s, R(p) a>`` into ``<R(-p) s, a>``).
+        max_frequency: pairs of a higher frequency stay as they are (``None``: all turn).
 
     Returns:
         Rotated tensor, same shape and dtype as ``emb``.
@@ -168,7 +182,7 @@ def rotate(
     if dim % 4:
         raise ValueError(f"embedding size must be divisible by 4 for twin-head RoPE, got {dim}")
     half = dim // 2
-    inv_freq = rope_inv_freq(half, theta, device=emb.device)
+    inv_freq = rope_inv_freq(half, theta, device=emb.device, max_frequency=max_frequency)
     angles = positions.to(torch.float32).unsqueeze(-1) * inv_freq  # (..., half // 2)
     angles = angles.repeat_interleave(2, dim=-1)  # (..., half)
     angles = torch.cat([angles, angles], dim=-1)  # (..., dim)

@@ -321,12 +321,9 @@ class MultiStepSearcher:
         if not any(positions):  # modes none / document: one run at 0, a rotation by 0 is a copy
             return states.unsqueeze(0).expand(len(positions), -1, -1)
         pos = torch.tensor(positions, device=states.device).view(-1, 1).expand(-1, states.shape[0])
-        return rotate(
-            states.unsqueeze(0).expand(len(positions), -1, -1),
-            pos,
-            self.model.config.rope_theta,
-            inverse=True,
-        )
+        cfg = self.model.config
+        many = states.unsqueeze(0).expand(len(positions), -1, -1)
+        return rotate(many, pos, cfg.rope_theta, True, max_frequency=cfg.rope_max_frequency)
 
     def _best_shared_layout(
         self, emb: torch.Tensor, states: torch.Tensor, n: int, picked: list[list[int]]
@@ -364,7 +361,7 @@ class MultiStepSearcher:
             for lo in range(0, n, self.settings.block_size):
                 hi = min(n, lo + self.settings.block_size)
                 pos = torch.arange(lo, hi, device=emb.device)
-                scores = rotate(emb[lo:hi].float(), pos, self.model.config.rope_theta) @ state
+                scores = self.model.rotate_chunks(emb[lo:hi].float(), pos) @ state
                 best = update_best(best, scores, lo, taken, lambda r: r)
             return best
         rotated = self._rotated_states(state.unsqueeze(0), [p for _, _, p in runs])[:, 0]

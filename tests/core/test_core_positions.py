@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from qrag_integrations.core.config import PositionMode
+from qrag_integrations.core.config import PositionMode, QRAGConfig
 from qrag_integrations.core.positions import (
     layout,
     layout_runs,
@@ -242,6 +242,21 @@ def test_rope_inv_freq_values() -> None:
     expected = torch.tensor([1.0 / THETA ** (2 * i / 16) for i in range(8)], dtype=torch.float32)
     assert torch.allclose(f, expected, rtol=1e-6, atol=0)
     assert f[0].item() == 1.0
+
+
+def test_pairs_faster_than_the_cap_stay_unrotated() -> None:
+    capped = rope_inv_freq(16, THETA, max_frequency=0.05)
+    plain = rope_inv_freq(16, THETA)
+    assert torch.equal(capped, torch.where(plain > 0.05, 0.0, plain)) and capped[0] == 0
+    assert (capped > 0).sum() == (plain <= 0.05).sum() > 0
+    x = torch.randn(4, 32, generator=torch.Generator().manual_seed(1))
+    y = rotate(x, torch.tensor([3, 9, 27, 81]), THETA, max_frequency=0.05)
+    fast = [j for i in range(8) if plain[i] > 0.05 for j in (2 * i, 2 * i + 1)]
+    fast += [16 + j for j in fast]  # the same pairs in the second half
+    assert torch.equal(y[:, fast], x[:, fast])
+    assert not torch.allclose(y, x, atol=1e-3)
+    with pytest.raises(ValueError, match="rope_max_frequency must be None or > 0"):
+        QRAGConfig(rope_max_frequency=0.0)
 
 
 def test_rotate_inverse_undoes_and_preserves_norms() -> None:

@@ -46,6 +46,7 @@ _MODEL_FIELDS = (
     "normalize",
     "question_weight",
     "rope_theta",
+    "rope_max_frequency",
 )
 #: ``algo.kind`` values: the learner each builds its config for.
 ALGO_KINDS = ("pqn", "next_hop")
