@@ -39,6 +39,9 @@
 #   haystack is one document, a HotpotQA paragraph its own): d64 (round 7's c64_da recipe), d64_hi
 #   (twice the learning rate), d64_half (twice the learning rate, distillation weight 0.5).
 # ROUND=9: as ROUND=8's d64_half with RoPE base 1e6 and 1e8 (t1e6_half, t1e8_half).
+# ROUND=10 (session 38's CPU rounds 9-10 at 64 questions a step): base 1e8, rope_max_frequency
+#   pi/18 (only slow feature pairs turn), half the HotpotQA episodes one document; s64_half
+#   (d64_half's lr 6e-5 and distillation weight 0.5) and s64 (lr 3e-5, weight 1).
 set -uo pipefail
 cd "$(dirname "$0")/../.."   # the repository root
 DEV=${DEV:-cuda}
@@ -162,7 +165,7 @@ elif [ "$ROUND" = 7 ]; then
   wait
   for _ in $(seq 120); do grep -q "fresh_fc exit" "$R/exits.log" 2>/dev/null && break; sleep 5; done
   EXPORT="c64_da c64_da_fc c64_da_fc_lo fresh_fc"
-elif [ "$ROUND" = 8 ] || [ "$ROUND" = 9 ]; then
+elif [ "$ROUND" = 8 ] || [ "$ROUND" = 9 ] || [ "$ROUND" = 10 ]; then
   GEN="preset=general_cpu device=$DEV torch_threads=2 model.base_model=$W/base \
     +env.train.parts.0.path=$W/hotpotqa.json +env.eval.parts.0.path=$W/hotpotqa.json \
     env.train.parts.1.target_tokens=[2000,4000,8000] final_report=false eval_interval=50 eval_episodes=200 \
@@ -184,7 +187,29 @@ model.config.position_mode = PositionMode.DOCUMENT
 save_pretrained(model, sys.argv[2])
 EOF2
   fi
-  if [ "$ROUND" = 9 ]; then
+  if [ "$ROUND" = 10 ]; then
+    CAP=0.17453292519943295   # pi / 18: no pair turns more than half a circle across a document
+    "$PY" - "$INIT" "$W/init_slow" "$CAP" <<'EOF4' || exit 1
+import sys
+from qrag_integrations.core.checkpoint import save_pretrained
+from qrag_integrations.core.loading import load_model
+model = load_model(sys.argv[1])
+model.config.rope_theta, model.config.rope_max_frequency = 1e8, float(sys.argv[3])
+save_pretrained(model, sys.argv[2])
+EOF4
+    N='${env.noise}'
+    HP="name:hotpotqa,split:train,path:$W/hotpotqa.json"
+    PARTS="[{$HP,weight:1,one_document:true},{$HP,weight:1},\
+{name:babilong,weight:2,task:[qa1,qa2,qa2,qa3,qa3,qa4,qa5],target_tokens:[2000,4000,8000],noise_kind:'$N',seed:0},\
+{name:ruler,weight:0.5,variant:niah_multikey,target_tokens:2000,noise_kind:'$N',seed:0},\
+{name:ruler,weight:0.5,variant:niah_multivalue,target_tokens:2000,noise_kind:'$N',seed:0}]"
+    SLOW="$GEN init_from=$W/init_slow model.rope_theta=100000000.0 model.rope_max_frequency=$CAP \
+      env.train.parts=$PARTS algo.warmup=10 steps=300 algo.distill_teacher=init time_budget_minutes=$MIN $Q64"
+    train s64_half $SLOW algo.lr=6e-5 algo.distill_weight=0.5 &
+    train s64 $SLOW algo.lr=3e-5 algo.distill_weight=1.0 &
+    wait
+    EXPORT="s64_half s64"
+  elif [ "$ROUND" = 9 ]; then
     # round 9: the d64_half recipe with a larger RoPE base, so positions turn a few feature pairs only
     for TN in 1000000.0:t1e6_half 100000000.0:t1e8_half; do
       T=${TN%%:*} NAME=${TN##*:}
