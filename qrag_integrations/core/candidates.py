@@ -23,8 +23,11 @@ if TYPE_CHECKING:
 def rotate_documents(emb: torch.Tensor, doc_ids: Sequence[str], config: QRAGConfig) -> torch.Tensor:
     """Embeddings of searched chunks (in document order) rotated by their fixed positions in
     document position mode: among the searched chunks of their document (with a filter, the
-    matching ones form the document, as in relative mode and in a store-backed search)."""
+    matching ones form the document, as in relative mode and in a store-backed search); ``emb``
+    itself (no copy) when every chunk sits at 0 (each its own document)."""
     positions = document_positions(doc_ids, config.relative_step, config.relative_span)
+    if not positions.any():
+        return emb
     at = torch.from_numpy(positions).to(emb.device)
     return rotate(emb, at, config.rope_theta, max_frequency=config.rope_max_frequency)
 

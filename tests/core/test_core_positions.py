@@ -391,6 +391,17 @@ def test_document_positions_are_fixed_inside_each_document() -> None:
     assert PositionMode.DOCUMENT.moves is False and PositionMode.RELATIVE.moves
 
 
+def test_one_chunk_documents_are_searched_without_a_rotated_copy() -> None:
+    from qrag_integrations.core.candidates import rotate_documents
+
+    cfg = QRAGConfig(position_mode=PositionMode.DOCUMENT)
+    emb = torch.randn(3, 32)
+    assert rotate_documents(emb, ["a", "b", "c"], cfg) is emb  # all at 0: no copy
+    turned = rotate_documents(emb, ["a", "a", "c"], cfg)
+    assert turned is not emb and torch.equal(turned[0], emb[0]) and torch.equal(turned[2], emb[2])
+    assert not torch.allclose(turned[1], emb[1])
+
+
 def test_document_mode_on_one_chunk_documents_searches_as_none(tiny_bert_dir) -> None:
     from qrag_integrations.core.config import QRAGConfig
     from qrag_integrations.core.index import ChunkIndex

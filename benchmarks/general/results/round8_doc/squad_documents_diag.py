@@ -1,6 +1,6 @@
 """One-off diagnostic (session 37): SQuAD validation (articles 0-17, the general benchmark's 400
 questions) with each article one document vs each paragraph its own document (then document
-positions are all 0). Usage: python squad_documents_diag.py NAME=CHECKPOINT... OUT.json"""
+positions are all 0) vs the whole pool one document (session 38). Usage: python squad_documents_diag.py NAME=CHECKPOINT... OUT.json"""
 
 import dataclasses
 import json
@@ -27,13 +27,15 @@ for spec in sys.argv[1:-1]:
             cache.update(zip(new, model.embed_chunks(new, batch_size=64)))
         return torch.stack([cache[t] for t in texts])
 
-    for docs in ("articles", "paragraphs"):
+    for docs in ("articles", "paragraphs", "pool"):
         searched = episodes
         if docs == "paragraphs":
             searched = [
                 dataclasses.replace(e, titles=[str(i) for i in range(len(e.chunks))])
                 for e in episodes
             ]
+        elif docs == "pool":  # the whole pool one document (a retriever's from_texts)
+            searched = [dataclasses.replace(e, titles=None) for e in episodes]
         found = greedy_retrieve(model, searched, 3, embed=embed)
         hit1 = sum(r.picked[:1] == e.support for r, e in zip(found, episodes)) / len(episodes)
         hit3 = sum(e.support[0] in r.picked[:3] for r, e in zip(found, episodes)) / len(episodes)
