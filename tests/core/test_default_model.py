@@ -3,6 +3,10 @@ BM25 fusion depth and a model card written from the benchmark results."""
 
 from __future__ import annotations
 
+import math
+
+import pytest
+
 from qrag_integrations import load_model
 from qrag_integrations.core.config import PositionMode
 from qrag_integrations.core.defaults import GENERAL_CHECKPOINT, default_checkpoint
@@ -19,7 +23,9 @@ def test_the_default_is_the_packaged_general_checkpoint() -> None:
     assert (
         cfg.lexical_depth == 10
         and cfg.lexical_steps == 1
-        and cfg.position_mode is PositionMode.NONE
+        and cfg.position_mode is PositionMode.DOCUMENT
+        and cfg.rope_theta == 1e8
+        and cfg.rope_max_frequency == pytest.approx(math.pi / 18)
         and cfg.normalize
     )
     assert cfg.trainable_layers == 2 and model.embedding_dim == 384
@@ -29,4 +35,4 @@ def test_the_checkpoint_fits_a_wheel_and_its_card_holds_the_validation() -> None
     size = sum(f.stat().st_size for f in GENERAL_CHECKPOINT.rglob("*") if f.is_file())
     assert size < MAX_MB * 2**20
     card = (GENERAL_CHECKPOINT / "README.md").read_text(encoding="utf-8")
-    assert "## Validation" in card and "| c64_da |" in card and "| dense |" in card
+    assert "## Validation" in card and "| t11cpu |" in card and "| dense |" in card
