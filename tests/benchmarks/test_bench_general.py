@@ -222,3 +222,12 @@ def test_the_general_card_lists_tasks_below_dense_with_their_interval(tmp_path: 
         "(5 stories, paired -0.100 [-0.200, +0.000] tie)"
     )
     assert tool._losses([path], "general") == [want]
+    # several methods shown: each line names its method
+    cell["by_task"]["qa1"]["t11"] = {"em@facts": 0.45, "em@6": 1.0}
+    path.write_text(json.dumps({"cells": [cell]}))
+    two = tool._losses([path], "general,t11")
+    assert two[0] == want.replace("em@facts:", "em@facts (`general`):")
+    assert (
+        two[1]
+        == "- `test.json`, babilong-mixed-4000, qa1, em@facts (`t11`): 0.450 vs dense 0.500 (5 stories)"
+    )

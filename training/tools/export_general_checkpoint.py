@@ -96,8 +96,10 @@ def _tables(paths: list[Path], names: str, legend: str = LEGEND) -> str:
 
 def _losses(paths: list[Path], names: str) -> list[str]:
     """Every bAbI task, cell and metric where one of ``names`` has a lower mean than dense top-k,
-    with the paired interval where the file has per-task intervals."""
+    with the paired interval where the file has per-task intervals (and the method's name when
+    ``names`` holds several)."""
     out = []
+    several = len(names.split(",")) > 1
     for path in paths:
         result = json.loads(path.read_text(encoding="utf-8"))
         for cell in result["cells"]:
@@ -115,8 +117,9 @@ def _losses(paths: list[Path], names: str) -> list[str]:
                             if p
                             else ""
                         )
+                        who = f" (`{name}`)" if several else ""
                         out.append(
-                            f"- `{path.name}`, {cell['cell']}, {task}, {metric}: {value:.3f} vs "
+                            f"- `{path.name}`, {cell['cell']}, {task}, {metric}{who}: {value:.3f} vs "
                             f"dense {dense:.3f} ({n} stories{interval})"
                         )
     return out
