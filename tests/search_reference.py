@@ -65,7 +65,7 @@ def brute_force(
     if cfg.position_mode is PositionMode.DOCUMENT:  # fixed positions among the searched chunks
         ids = [c.doc_id for c in chunks]
         pos = torch.from_numpy(document_positions(ids, cfg.relative_step, cfg.relative_span))
-        emb = rotate(emb, pos, cfg.rope_theta, max_frequency=cfg.rope_max_frequency)
+        emb = rotate(emb, pos, cfg.rope_theta, max_frequency=cfg.rope_max_frequency)  # by hand
     n = len(rows)
     picked: list[int] = []
     out = []

@@ -13,7 +13,7 @@ import torch
 
 from qrag_integrations.core.chunks import Chunk, MetadataFilter, Snapshot
 from qrag_integrations.core.config import PositionMode, QRAGConfig
-from qrag_integrations.core.positions import document_positions, rotate
+from qrag_integrations.core.positions import document_positions, rotate_as
 from qrag_integrations.core.scan import BuiltFor
 
 if TYPE_CHECKING:
@@ -28,8 +28,7 @@ def rotate_documents(emb: torch.Tensor, doc_ids: Sequence[str], config: QRAGConf
     positions = document_positions(doc_ids, config.relative_step, config.relative_span)
     if not positions.any():
         return emb
-    at = torch.from_numpy(positions).to(emb.device)
-    return rotate(emb, at, config.rope_theta, max_frequency=config.rope_max_frequency)
+    return rotate_as(config, emb, torch.from_numpy(positions).to(emb.device))
 
 
 class DocumentRotation:

@@ -22,7 +22,7 @@ from qrag_integrations.core.encoder import MeanPoolEncoder, load_base
 from qrag_integrations.core.errors import QRAGError
 from qrag_integrations.core.onnx_backend import BACKENDS, QUANTIZE_OF, OnnxEncoder, onnx_encoder
 from qrag_integrations.core.openvino_backend import OpenVinoEncoder, openvino_encoder
-from qrag_integrations.core.positions import rotate
+from qrag_integrations.core.positions import rotate_as
 from qrag_integrations.core.precision import AutocastEncoder
 
 #: Texts tokenized at a time to count their tokens (:meth:`QRAGModel.length_order`).
@@ -327,8 +327,7 @@ class QRAGModel(nn.Module):
         """Apply the chunk positions (no-op in ``none`` mode)."""
         if self.config.position_mode is PositionMode.NONE:
             return chunk_emb
-        cfg = self.config
-        return rotate(chunk_emb, positions, cfg.rope_theta, max_frequency=cfg.rope_max_frequency)
+        return rotate_as(self.config, chunk_emb, positions)
 
     def twin_q(
         self, state_emb: torch.Tensor, rotated_chunk_emb: torch.Tensor

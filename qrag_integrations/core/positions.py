@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from qrag_integrations.core.config import PositionMode
+from qrag_integrations.core.config import PositionMode, QRAGConfig
 
 
 def relative_positions_at(
@@ -193,3 +193,11 @@ def rotate(
     pairs = x.unflatten(-1, (-1, 2))
     rotated_half = torch.stack((-pairs[..., 1], pairs[..., 0]), dim=-1).flatten(-2)
     return (x * cos + rotated_half * sin).to(emb.dtype)
+
+
+def rotate_as(
+    config: QRAGConfig, emb: torch.Tensor, positions: torch.Tensor, inverse: bool = False
+) -> torch.Tensor:
+    """:func:`rotate` with a model's own RoPE settings (``rope_theta``, ``rope_max_frequency``):
+    the one call every search and training path rotates through, so none can drop the cap."""
+    return rotate(emb, positions, config.rope_theta, inverse, config.rope_max_frequency)

@@ -30,7 +30,7 @@ from qrag_integrations.core.lexical import (
     top_by_q_shared,
 )
 from qrag_integrations.core.model import QRAGModel
-from qrag_integrations.core.positions import layout_runs, rotate
+from qrag_integrations.core.positions import layout_runs, rotate_as
 from qrag_integrations.core.scan import (
     FaissPreselector,
     cpu_fp32,
@@ -321,9 +321,8 @@ class MultiStepSearcher:
         if not any(positions):  # modes none / document: one run at 0, a rotation by 0 is a copy
             return states.unsqueeze(0).expand(len(positions), -1, -1)
         pos = torch.tensor(positions, device=states.device).view(-1, 1).expand(-1, states.shape[0])
-        cfg = self.model.config
         many = states.unsqueeze(0).expand(len(positions), -1, -1)
-        return rotate(many, pos, cfg.rope_theta, True, max_frequency=cfg.rope_max_frequency)
+        return rotate_as(self.model.config, many, pos, inverse=True)
 
     def _best_shared_layout(
         self, emb: torch.Tensor, states: torch.Tensor, n: int, picked: list[list[int]]
