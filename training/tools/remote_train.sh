@@ -74,6 +74,21 @@ else
   QH="" QP="" QB="" QBN=""
 fi
 train() { local name=$1; shift; "$PY" -m qrag_training.train out_dir="$R/$name" "$@" >"$R/$name.log" 2>&1; echo "$name exit $?" | tee -a "$R/exits.log"; }
+# with_config SRC DST FIELD=JSON...: the checkpoint SRC saved as DST with those QRAGConfig fields set
+with_config() {
+  "$PY" - "$@" <<'EOFC'
+import json, sys
+from qrag_integrations.core.checkpoint import save_pretrained
+from qrag_integrations.core.config import QRAGConfig
+from qrag_integrations.core.loading import load_model
+model = load_model(sys.argv[1])
+fields = dict(arg.split("=", 1) for arg in sys.argv[3:])
+checked = QRAGConfig.from_dict({**model.config.to_dict(), **{k: json.loads(v) for k, v in fields.items()}})
+for key in fields:  # validated and typed by QRAGConfig, set on the model's own config
+    setattr(model.config, key, getattr(checked, key))
+save_pretrained(model, sys.argv[2])
+EOFC
+}
 
 ROUND=${ROUND:-1}
 BABI_ENV="preset=cpu device=$DEV torch_threads=2 model.base_model=$W/base env.target_tokens=4000 \
@@ -177,26 +192,11 @@ elif [ "$ROUND" = 8 ] || [ "$ROUND" = 9 ] || [ "$ROUND" = 10 ]; then
   if [ ! -d "$INIT" ]; then
     "$PY" training/tools/remote_bundle.py rebase qrag_integrations/assets/general_checkpoint "$W/init_c64da" \
       --base-model "$W/base" || exit 1
-    "$PY" - "$W/init_c64da" "$INIT" <<'EOF2' || exit 1
-import sys
-from qrag_integrations.core.checkpoint import save_pretrained
-from qrag_integrations.core.config import PositionMode
-from qrag_integrations.core.loading import load_model
-model = load_model(sys.argv[1])
-model.config.position_mode = PositionMode.DOCUMENT
-save_pretrained(model, sys.argv[2])
-EOF2
+    with_config "$W/init_c64da" "$INIT" 'position_mode="document"' || exit 1
   fi
   if [ "$ROUND" = 10 ]; then
     CAP=0.17453292519943295   # pi / 18: no pair turns more than half a circle across a document
-    "$PY" - "$INIT" "$W/init_slow" "$CAP" <<'EOF4' || exit 1
-import sys
-from qrag_integrations.core.checkpoint import save_pretrained
-from qrag_integrations.core.loading import load_model
-model = load_model(sys.argv[1])
-model.config.rope_theta, model.config.rope_max_frequency = 1e8, float(sys.argv[3])
-save_pretrained(model, sys.argv[2])
-EOF4
+    with_config "$INIT" "$W/init_slow" rope_theta=1e8 rope_max_frequency=$CAP || exit 1
     N='${env.noise}'
     HP="name:hotpotqa,split:train,path:$W/hotpotqa.json"
     PARTS="[{$HP,weight:1,one_document:true},{$HP,weight:1},\
@@ -213,14 +213,7 @@ EOF4
     # round 9: the d64_half recipe with a larger RoPE base, so positions turn a few feature pairs only
     for TN in 1000000.0:t1e6_half 100000000.0:t1e8_half; do
       T=${TN%%:*} NAME=${TN##*:}
-      "$PY" - "$INIT" "$W/init_$NAME" "$T" <<'EOF3' || exit 1
-import sys
-from qrag_integrations.core.checkpoint import save_pretrained
-from qrag_integrations.core.loading import load_model
-model = load_model(sys.argv[1])
-model.config.rope_theta = float(sys.argv[3])
-save_pretrained(model, sys.argv[2])
-EOF3
+      with_config "$INIT" "$W/init_$NAME" rope_theta=$T || exit 1
       train "$NAME" $GEN init_from="$W/init_$NAME" model.rope_theta=$T algo.warmup=10 steps=300 \
         algo.distill_teacher=init time_budget_minutes=$MIN $Q64 algo.lr=6e-5 algo.distill_weight=0.5 &
     done
