@@ -41,7 +41,8 @@
 # ROUND=9: as ROUND=8's d64_half with RoPE base 1e6 and 1e8 (t1e6_half, t1e8_half).
 # ROUND=10 (session 38's CPU rounds 9-10 at 64 questions a step): base 1e8, rope_max_frequency
 #   pi/18 (only slow feature pairs turn), half the HotpotQA episodes one document; s64_half
-#   (d64_half's lr 6e-5 and distillation weight 0.5) and s64 (lr 3e-5, weight 1).
+#   (d64_half's lr 6e-5 and distillation weight 0.5), s64 (lr 3e-5, weight 1) and s64_q1 (s64 with
+#   bAbI qa1 three times as often). Since session 38 the default it continues is already t11cpu.
 set -uo pipefail
 cd "$(dirname "$0")/../.."   # the repository root
 DEV=${DEV:-cuda}
@@ -205,10 +206,12 @@ elif [ "$ROUND" = 8 ] || [ "$ROUND" = 9 ] || [ "$ROUND" = 10 ]; then
 {name:ruler,weight:0.5,variant:niah_multivalue,target_tokens:2000,noise_kind:'$N',seed:0}]"
     SLOW="$GEN init_from=$W/init_slow model.rope_theta=100000000.0 model.rope_max_frequency=$CAP \
       env.train.parts=$PARTS algo.warmup=10 steps=300 algo.distill_teacher=init time_budget_minutes=$MIN $Q64"
+    PARTS_Q1=${PARTS/task:\[qa1,/task:[qa1,qa1,qa1,}   # qa1 three times as often (one pick: the latest move)
     train s64_half $SLOW algo.lr=6e-5 algo.distill_weight=0.5 &
     train s64 $SLOW algo.lr=3e-5 algo.distill_weight=1.0 &
+    train s64_q1 $SLOW env.train.parts=$PARTS_Q1 algo.lr=3e-5 algo.distill_weight=1.0 &
     wait
-    EXPORT="s64_half s64"
+    EXPORT="s64_half s64 s64_q1"
   elif [ "$ROUND" = 9 ]; then
     # round 9: the d64_half recipe with a larger RoPE base, so positions turn a few feature pairs only
     for TN in 1000000.0:t1e6_half 100000000.0:t1e8_half; do
