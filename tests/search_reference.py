@@ -62,10 +62,13 @@ def brute_force(
     chunks = [snap.chunks[r] for r in rows]
     emb = snap.embeddings[rows].float()
     cfg = model.config
+    fixed = None  # document mode: a hit reports its fixed position
     if cfg.position_mode is PositionMode.DOCUMENT:  # fixed positions among the searched chunks
         ids = [c.doc_id for c in chunks]
-        pos = torch.from_numpy(document_positions(ids, cfg.relative_step, cfg.relative_span))
-        emb = rotate(emb, pos, cfg.rope_theta, max_frequency=cfg.rope_max_frequency)  # by hand
+        fixed = document_positions(ids, cfg.relative_step, cfg.relative_span)
+        emb = rotate(
+            emb, torch.from_numpy(fixed), cfg.rope_theta, max_frequency=cfg.rope_max_frequency
+        )
     n = len(rows)
     picked: list[int] = []
     out = []
@@ -74,7 +77,8 @@ def brute_force(
         best = int(q.argmax())
         if threshold is not None and float(q[best]) < threshold:
             break
-        out.append((chunks[best].id, step, float(q[best]), int(pos[best])))
+        where = pos if fixed is None else fixed
+        out.append((chunks[best].id, step, float(q[best]), int(where[best])))
         picked.append(best)
     return out
 

@@ -25,10 +25,16 @@ def rotate_documents(emb: torch.Tensor, doc_ids: Sequence[str], config: QRAGConf
     document position mode: among the searched chunks of their document (with a filter, the
     matching ones form the document, as in relative mode and in a store-backed search); ``emb``
     itself (no copy) when every chunk sits at 0 (each its own document)."""
+    return _rotated(emb, doc_ids, config)[0]
+
+
+def _rotated(
+    emb: torch.Tensor, doc_ids: Sequence[str], config: QRAGConfig
+) -> tuple[torch.Tensor, np.ndarray]:
     positions = document_positions(doc_ids, config.relative_step, config.relative_span)
     if not positions.any():
-        return emb
-    return rotate_as(config, emb, torch.from_numpy(positions).to(emb.device))
+        return emb, positions
+    return rotate_as(config, emb, torch.from_numpy(positions).to(emb.device)), positions
 
 
 class DocumentRotation:
@@ -50,14 +56,15 @@ class DocumentRotation:
             return plain
         if plain.rows is not None:
             ids = [snap.chunks[int(r)].doc_id for r in plain.rows]
-            return IndexCandidates(snap, plain.rows, rotate_documents(plain.emb, ids, self.config))
+            emb, fixed = _rotated(plain.emb, ids, self.config)
+            return IndexCandidates(snap, plain.rows, emb, fixed)
 
-        def build() -> Snapshot:
-            ids = [c.doc_id for c in snap.chunks]
-            return Snapshot(snap.chunks, rotate_documents(snap.embeddings, ids, self.config))
+        def build() -> tuple[Snapshot, np.ndarray]:
+            emb, fixed = _rotated(snap.embeddings, [c.doc_id for c in snap.chunks], self.config)
+            return Snapshot(snap.chunks, emb), fixed
 
-        rotated = self._slot.get(snap.embeddings, build) if keep else build()
-        return IndexCandidates(rotated, None, rotated.embeddings)
+        rotated, fixed = self._slot.get(snap.embeddings, build) if keep else build()
+        return IndexCandidates(rotated, None, rotated.embeddings, fixed)
 
 
 class CandidateSet(Protocol):
@@ -87,6 +94,9 @@ class IndexCandidates:
     """Snapshot rows of the candidates in document order; ``None`` = every row."""
     emb: torch.Tensor
     """Their embeddings, row ``r`` = candidate rank ``r``."""
+    fixed: np.ndarray | None = None
+    """Document position mode: each candidate's fixed position, by which ``emb`` is already
+    rotated (the search scores at position 0; a hit reports this one)."""
 
     @classmethod
     def of(cls, snap: Snapshot, filter: MetadataFilter | None) -> IndexCandidates:
@@ -104,6 +114,10 @@ class IndexCandidates:
 
     def chunk(self, rank: int) -> Chunk:
         return self.snap.chunks[rank if self.rows is None else int(self.rows[rank])]
+
+    def position(self, rank: int, searched: int) -> int:
+        """The position a hit on ``rank`` reports: its fixed one, else the one it was scored at."""
+        return searched if self.fixed is None else int(self.fixed[rank])
 
     def best(
         self, searcher: MultiStepSearcher, state: torch.Tensor, picked: list[int]

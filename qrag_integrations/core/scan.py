@@ -131,8 +131,10 @@ def score_at_positions(
     cfg = model.config
     positions = positions_at(
         cfg.position_mode, ranks, n, picked, cfg.relative_step, cfg.relative_span
-    )  # as reported: 0 in document mode, whose rotation is part of the embeddings searched
-    pos_t = torch.from_numpy(positions if fixed is None else fixed).to(vectors.device)
+    )  # 0 in document mode, whose rotation is part of the embeddings searched or is ``fixed``
+    if fixed is not None:
+        positions = fixed
+    pos_t = torch.from_numpy(positions).to(vectors.device)
     return model.rotate_chunks(vectors.float(), pos_t) @ state.to(vectors.device).float(), positions
 
 

@@ -288,6 +288,8 @@ class MultiStepSearcher:
                 if stop_threshold is not None and q < stop_threshold:
                     continue
                 picked[b].append(rank)
+                if isinstance(candidates[b], IndexCandidates):  # document mode: its fixed position
+                    pos = candidates[b].position(rank, pos)  # type: ignore[attr-defined]
                 results[b].append(Hit(candidates[b].chunk(rank), step, q, pos))
                 still.append(b)
             active = still
