@@ -20,6 +20,10 @@ if TYPE_CHECKING:
     from qrag_integrations.core.search import MultiStepSearcher
 
 
+#: Rows rotated at a time when a snapshot is rotated for document positions.
+ROTATION_BLOCK = 16384
+
+
 def rotate_documents(emb: torch.Tensor, doc_ids: Sequence[str], config: QRAGConfig) -> torch.Tensor:
     """Embeddings of searched chunks (in document order) rotated by their fixed positions in
     document position mode: among the searched chunks of their document (with a filter, the
@@ -34,7 +38,13 @@ def _rotated(
     positions = document_positions(doc_ids, config.relative_step, config.relative_span)
     if not positions.any():
         return emb, positions
-    return rotate_as(config, emb, torch.from_numpy(positions).to(emb.device)), positions
+    # in blocks into one new tensor: the rotation's float32 temporaries stay a block's size
+    # (whole, they were ~7 times the embeddings at 400K chunks)
+    out, at = torch.empty_like(emb), torch.from_numpy(positions).to(emb.device)
+    for i in range(0, emb.shape[0], ROTATION_BLOCK):
+        j = i + ROTATION_BLOCK
+        out[i:j] = rotate_as(config, emb[i:j], at[i:j])
+    return out, positions
 
 
 class DocumentRotation:

@@ -183,10 +183,19 @@ def rotate(
         raise ValueError(f"embedding size must be divisible by 4 for twin-head RoPE, got {dim}")
     half = dim // 2
     inv_freq = rope_inv_freq(half, theta, device=emb.device, max_frequency=max_frequency)
-    angles = positions.to(torch.float32).unsqueeze(-1) * inv_freq  # (..., half // 2)
-    angles = angles.repeat_interleave(2, dim=-1)  # (..., half)
-    angles = torch.cat([angles, angles], dim=-1)  # (..., dim)
+    if positions.device.type == "cpu":
+        # on the CPU the cos and sin of every element cost most: those of each distinct position
+        # (a document has ~19) gathered per row are the same values (on CUDA, unique() would
+        # wait for the device)
+        distinct, which = torch.unique(positions, return_inverse=True)
+    else:
+        distinct, which = positions, None
+    angles = distinct.to(torch.float32).unsqueeze(-1) * inv_freq  # (U, half // 2)
+    angles = angles.repeat_interleave(2, dim=-1)  # (U, half)
+    angles = torch.cat([angles, angles], dim=-1)  # (U, dim)
     cos, sin = angles.cos(), angles.sin()
+    if which is not None:
+        cos, sin = cos[which], sin[which]  # (..., dim)
     if inverse:
         sin = -sin
     x = emb.to(torch.float32)

@@ -11,6 +11,7 @@ import torch
 
 from qrag_integrations.core.config import PositionMode, QRAGConfig
 from qrag_integrations.core.positions import (
+    document_positions,
     layout,
     layout_runs,
     relative_layout,
@@ -400,6 +401,22 @@ def test_one_chunk_documents_are_searched_without_a_rotated_copy() -> None:
     turned = rotate_documents(emb, ["a", "a", "c"], cfg)
     assert turned is not emb and torch.equal(turned[0], emb[0]) and torch.equal(turned[2], emb[2])
     assert not torch.allclose(turned[1], emb[1])
+
+
+def test_documents_rotated_in_blocks_equal_one_rotation(monkeypatch) -> None:
+    from qrag_integrations.core import candidates
+
+    cfg = QRAGConfig(position_mode=PositionMode.DOCUMENT, rope_max_frequency=0.2)
+    emb = torch.randn(7, 32)
+    ids = ["a"] * 4 + ["b"] * 3
+    whole = rotate(
+        emb, torch.from_numpy(document_positions(ids, 20, 0.9)), cfg.rope_theta, False, 0.2
+    )
+    monkeypatch.setattr(candidates, "ROTATION_BLOCK", 3)  # blocks cut across both documents
+    assert torch.equal(candidates.rotate_documents(emb, ids, cfg), whole)
+    # repeated positions (one cos / sin per distinct position) give each row's own rotation
+    rows = [rotate(emb[i], torch.tensor(p), 1e4) for i, p in enumerate([5, 0, 5, 9, 0, 5, 9])]
+    assert torch.equal(rotate(emb, torch.tensor([5, 0, 5, 9, 0, 5, 9]), 1e4), torch.stack(rows))
 
 
 def test_document_mode_on_one_chunk_documents_searches_as_none(tiny_bert_dir) -> None:
