@@ -310,8 +310,12 @@ def measure_fp16(run: SizeRun, single: dict) -> dict:
     }
 
 
-def measure_memory(n: int, dim: int, norm: float, seed: int, device: str) -> dict:
-    """Build an N-chunk index in this (fresh) process and report what it holds."""
+def measure_memory(
+    n: int, dim: int, norm: float, seed: int, device: str, rotation: dict | None = None
+) -> dict:
+    """Build an N-chunk index in this (fresh) process and report what it holds; with
+    ``rotation`` (a document-mode model's position fields), also the rotated copy a search keeps
+    (the benchmark's chunks are one document, as texts added without ``doc_id=`` are)."""
     from qrag_integrations.core.index import ChunkIndex
 
     lines = shakespeare_lines()
@@ -337,7 +341,8 @@ def measure_memory(n: int, dim: int, norm: float, seed: int, device: str) -> dic
     ) + sys.getsizeof(snap.chunks)
     row_of = sys.getsizeof(index._row_of)
     text_chars = sum(len(c.text) for c in snap.chunks)
-    return {
+    copy = {} if rotation is None else measure_document_copy(index, rotation)
+    return copy | {
         "index_nbytes": index.nbytes(),
         "index_nbytes_per_chunk": index.nbytes() / n,
         "embedding_bytes_per_chunk": dim * 4,
@@ -350,6 +355,27 @@ def measure_memory(n: int, dim: int, norm: float, seed: int, device: str) -> dic
         "python_objects_per_chunk_estimate": (py + row_of) / n,
         "mean_text_chars": text_chars / n,
         "add_seconds": t_add,
+    }
+
+
+def measure_document_copy(index: Any, rotation: dict) -> dict:
+    """RSS kept and peak RSS while a document-mode search rotates ``index``'s snapshot."""
+    from qrag_integrations.core.candidates import DocumentRotation
+    from qrag_integrations.core.config import QRAGConfig
+
+    snap, n = index.snapshot(), len(index)
+    gc.collect()
+    rss0, peak_reset = rss_bytes(), reset_peak_rss()
+    t0 = time.perf_counter()
+    kept = DocumentRotation(QRAGConfig.from_dict(rotation)).candidates(snap, None)
+    seconds = time.perf_counter() - t0
+    gc.collect()
+    rss1, peak = rss_bytes(), peak_rss_bytes() if peak_reset else None
+    del kept
+    return {
+        "document_copy_rss_per_chunk": (rss1 - rss0) / n,
+        "document_rotation_peak_rss_per_chunk": None if peak is None else (peak - rss0) / n,
+        "document_rotation_seconds": seconds,
     }
 
 
@@ -372,5 +398,7 @@ def memory_in_child(n: int, args: argparse.Namespace, norm: float) -> dict:
         "--threads",
         str(args.threads),
     ]
+    if args.rotation:
+        cmd += ["--rotation", json.dumps(args.rotation)]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=REPO_ROOT).stdout
     return json.loads(out.strip().splitlines()[-1])

@@ -103,14 +103,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--memory-child", type=int, default=None, help=argparse.SUPPRESS)
     p.add_argument("--norm", type=float, default=0.38, help=argparse.SUPPRESS)
     p.add_argument("--dim", type=int, default=384, help=argparse.SUPPRESS)
+    p.add_argument("--rotation", type=json.loads, default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.memory_child is not None:
         torch.set_num_threads(args.threads)
-        print(
-            json.dumps(
-                measure_memory(args.memory_child, args.dim, args.norm, args.seed, args.device)
-            )
+        mem = measure_memory(
+            args.memory_child, args.dim, args.norm, args.seed, args.device, args.rotation
         )
+        print(json.dumps(mem))
         return 0
     args.sizes = sorted(
         {int(x) for x in args.sizes.split(",") if x}, reverse=True
@@ -125,6 +125,15 @@ def main(argv: list[str] | None = None) -> int:
     from qrag_integrations.core.config import PositionMode
 
     model = qrag_integrations.load_model(args.checkpoint, device=args.device).eval()
+    if model.config.position_mode is PositionMode.DOCUMENT:  # the memory child measures its copy
+        fields = (
+            "position_mode",
+            "rope_theta",
+            "rope_max_frequency",
+            "relative_step",
+            "relative_span",
+        )
+        args.rotation = {f: model.config.to_dict()[f] for f in fields}
     if model.config.position_mode is not PositionMode.RELATIVE:
         print(
             f"note: the model uses {model.config.position_mode.value} positions",

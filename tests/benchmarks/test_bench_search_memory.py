@@ -8,7 +8,15 @@ from benchmarks.search.modes import memory_in_child
 
 
 def test_the_memory_child_runs_and_reports_bytes_per_chunk() -> None:
-    args = argparse.Namespace(seed=0, dim=32, device="cpu", threads=1)
+    args = argparse.Namespace(seed=0, dim=32, device="cpu", threads=1, rotation=None)
     got = memory_in_child(200, args, 0.38)
     assert got["index_nbytes"] == 200 * got["index_nbytes_per_chunk"]
     assert got["index_nbytes_per_chunk"] >= 32 * 4  # at least the float32 embedding
+    assert "document_copy_rss_per_chunk" not in got
+
+
+def test_the_memory_child_measures_a_document_mode_copy() -> None:
+    rotation = {"position_mode": "document", "rope_theta": 1e8, "rope_max_frequency": 0.17}
+    args = argparse.Namespace(seed=0, dim=32, device="cpu", threads=1, rotation=rotation)
+    got = memory_in_child(200, args, 0.38)
+    assert got["document_rotation_seconds"] >= 0 and "document_copy_rss_per_chunk" in got
