@@ -35,4 +35,4 @@ def test_the_checkpoint_fits_a_wheel_and_its_card_holds_the_validation() -> None
     size = sum(f.stat().st_size for f in GENERAL_CHECKPOINT.rglob("*") if f.is_file())
     assert size < MAX_MB * 2**20
     card = (GENERAL_CHECKPOINT / "README.md").read_text(encoding="utf-8")
-    assert "## Validation" in card and "| t11cpu |" in card and "| dense |" in card
+    assert "## Validation" in card and "| s64_q1 |" in card and "| dense |" in card
