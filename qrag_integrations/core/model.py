@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import os
+import threading
 from collections.abc import Callable, Iterator, Sequence
 
 import torch
@@ -27,6 +28,11 @@ from qrag_integrations.core.precision import AutocastEncoder
 
 #: Texts tokenized at a time to count their tokens (:meth:`QRAGModel.length_order`).
 LENGTH_WINDOW = 4096
+#: Serialises tokenizer calls: a fast tokenizer sets shared padding / truncation state on every
+#: call, so concurrent calls (async embedding paths run in threads) could come back unpadded or
+#: raise "Already borrowed" (transformers issue 47085). One lock for all models: tokenizing is
+#: short beside encoding, and a module-level lock survives deepcopy and pickling of a model.
+TOKENIZER_LOCK = threading.Lock()
 
 
 @contextlib.contextmanager
@@ -156,13 +162,14 @@ class QRAGModel(nn.Module):
         """Tokenize with truncation to ``max_tokens`` (and to the encoder's position table), on
         the model's device."""
         limit = self.state_encoder.max_positions
-        batch = self.tokenizer(
-            list(texts),
-            padding=True,
-            truncation=True,
-            max_length=max_tokens if limit is None else min(max_tokens, limit),
-            return_tensors="pt",
-        )
+        with TOKENIZER_LOCK:
+            batch = self.tokenizer(
+                list(texts),
+                padding=True,
+                truncation=True,
+                max_length=max_tokens if limit is None else min(max_tokens, limit),
+                return_tensors="pt",
+            )
         return {
             "input_ids": batch["input_ids"].to(self.device),
             "attention_mask": batch["attention_mask"].to(self.device),
@@ -181,9 +188,10 @@ class QRAGModel(nn.Module):
         lengths: list[int] = []
         for start in range(0, len(texts), LENGTH_WINDOW):
             window = list(texts[start : start + LENGTH_WINDOW])
-            counted = self.tokenizer(
-                window, truncation=True, max_length=max_length, return_length=True
-            )
+            with TOKENIZER_LOCK:
+                counted = self.tokenizer(
+                    window, truncation=True, max_length=max_length, return_length=True
+                )
             lengths.extend(int(n) for n in counted["length"])
         return sorted(range(len(texts)), key=lambda i: -lengths[i])
 

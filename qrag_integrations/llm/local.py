@@ -194,8 +194,11 @@ class TransformersReader:
 
     def generate(self, prompts: Sequence[str]) -> list[str]:
         """One answer per prompt, in order (greedy decoding, first line of each generation)."""
+        from qrag_integrations.core.model import TOKENIZER_LOCK  # see there: shared tokenizer state
+
         texts = [self.format_prompt(p) for p in prompts]
-        lengths = [len(self.tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts]
+        with TOKENIZER_LOCK:
+            lengths = [len(self.tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts]
         order = sorted(range(len(texts)), key=lambda i: lengths[i])
         answers: list[str] = [""] * len(texts)
         for start in range(0, len(order), self.batch_size):
@@ -209,10 +212,16 @@ class TransformersReader:
     def _generate_batch(self, texts: list[str]) -> list[str]:
         import torch
 
+        from qrag_integrations.core.model import TOKENIZER_LOCK
+
         # A chat template already starts with the special tokens the model expects.
-        enc = self.tokenizer(
-            texts, return_tensors="pt", padding=True, add_special_tokens=not self.use_chat_template
-        ).to(self.device)
+        with TOKENIZER_LOCK:
+            enc = self.tokenizer(
+                texts,
+                return_tensors="pt",
+                padding=True,
+                add_special_tokens=not self.use_chat_template,
+            ).to(self.device)
         try:
             with torch.inference_mode():
                 out = self.model.generate(

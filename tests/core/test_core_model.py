@@ -368,3 +368,22 @@ def test_configs_saved_before_normalize_load_as_the_paper_model() -> None:
     cfg = QRAGConfig.from_dict(old)
     assert cfg.normalize is False and cfg.question_weight == 0.0
     assert QRAGConfig.from_dict(QRAGConfig().to_dict()).normalize is True
+
+
+def test_tokenize_is_safe_from_several_threads(make_model) -> None:
+    """Fast tokenizers change shared padding / truncation state on every call (transformers
+    issue 47085): concurrent calls (the LlamaIndex async embedding path runs batches in threads)
+    came back unpadded or raised 'Already borrowed' before the model serialised them."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    model = make_model("none")
+    texts = [["a b c d e f g h i j", "k"], ["l m", "n o p q r s t u v w x y z"]]
+
+    def call(i: int) -> tuple[int, ...]:
+        batch = model.tokenize(texts[i % 2], max_tokens=8 + i % 5)
+        order = model.length_order(texts[i % 2], max_tokens=4 + i % 3)
+        return (*batch["input_ids"].shape, len(order))
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        shapes = list(pool.map(call, range(400)))
+    assert all(s[0] == 2 and s[2] == 2 for s in shapes)
