@@ -314,7 +314,7 @@ def measure_memory(
     n: int, dim: int, norm: float, seed: int, device: str, rotation: dict | None = None
 ) -> dict:
     """Build an N-chunk index in this (fresh) process and report what it holds; with
-    ``rotation`` (a document-mode model's position fields), also the rotated copy a search keeps
+    ``rotation`` (a document-mode model's config, ``QRAGConfig.to_dict()``), also the rotated copy a search keeps
     (the benchmark's chunks are one document, as texts added without ``doc_id=`` are)."""
     from qrag_integrations.core.index import ChunkIndex
 

@@ -126,14 +126,7 @@ def main(argv: list[str] | None = None) -> int:
 
     model = qrag_integrations.load_model(args.checkpoint, device=args.device).eval()
     if model.config.position_mode is PositionMode.DOCUMENT:  # the memory child measures its copy
-        fields = (
-            "position_mode",
-            "rope_theta",
-            "rope_max_frequency",
-            "relative_step",
-            "relative_span",
-        )
-        args.rotation = {f: model.config.to_dict()[f] for f in fields}
+        args.rotation = model.config.to_dict()
     if model.config.position_mode is not PositionMode.RELATIVE:
         print(
             f"note: the model uses {model.config.position_mode.value} positions",

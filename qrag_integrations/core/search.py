@@ -288,9 +288,10 @@ class MultiStepSearcher:
                 if stop_threshold is not None and q < stop_threshold:
                     continue
                 picked[b].append(rank)
-                if isinstance(candidates[b], IndexCandidates):  # document mode: its fixed position
-                    pos = candidates[b].position(rank, pos)  # type: ignore[attr-defined]
-                results[b].append(Hit(candidates[b].chunk(rank), step, q, pos))
+                cand = candidates[b]
+                if isinstance(cand, IndexCandidates):  # document mode: its fixed position
+                    pos = cand.position(rank, pos)
+                results[b].append(Hit(cand.chunk(rank), step, q, pos))
                 still.append(b)
             active = still
         return results
