@@ -42,6 +42,7 @@ WEIGHTS = "model.safetensors"
 FP16_WEIGHTS = "model.fp16.safetensors"
 HOTPOTQA_FILE = "hotpotqa_trainval.json.xz"
 NOISE_FILE = "noise.tar.xz"
+UNPACKED_MARK = ".unpacked"  # written last: a folder without it is a partial unpack, done again
 WHEELS = ("hydra-core==1.3.8", "omegaconf==2.3.1")
 #: Published as a source archive only (pure Python): built into a wheel here.
 SDIST_WHEELS = ("antlr4-python3-runtime==4.9.3",)
@@ -121,6 +122,11 @@ def pack(out: Path, python_version: str) -> None:
 
 def unpack(bundle: Path, dest: Path) -> None:
     """Make ``dest/base`` (fp32 base model folder), ``dest/hotpotqa.json`` (if bundled) and ``dest/site``."""
+    if not (bundle / "base" / FP16_WEIGHTS).is_file():
+        raise SystemExit(
+            f"{bundle} holds no base/{FP16_WEIGHTS}: carry the packed bundle (see pack)"
+        )
+    (dest / UNPACKED_MARK).unlink(missing_ok=True)
     (dest / "base").mkdir(parents=True, exist_ok=True)
     for name in BASE_FILES:
         if (bundle / "base" / name).exists():
@@ -160,6 +166,7 @@ def unpack(bundle: Path, dest: Path) -> None:
         ],
         check=True,
     )
+    (dest / UNPACKED_MARK).touch()
     print(f"unpacked into {dest}: PYTHONPATH={site}")
 
 

@@ -43,8 +43,11 @@
 #   pi/18 (only slow feature pairs turn), half the HotpotQA episodes one document; s64_half
 #   (d64_half's lr 6e-5 and distillation weight 0.5), s64 (lr 3e-5, weight 1) and s64_q1 (s64 with
 #   bAbI qa1 three times as often). Since session 38 the default it continues is already t11cpu.
-# ROUND=11 (prepared in session 39, not yet run): the default (s64_q1) continued at its own settings
-#   (lr 3e-5, distillation 1, qa1 x3): r11_h2 (HotpotQA weight 2), r11_b23 (qa2 and qa3 x3), r11_same.
+# ROUND=11 (prepared in session 39, run in session 40 on an H200): the default (s64_q1) continued at
+#   its own settings (lr 3e-5, distillation 1, qa1 x3): r11_h2 (HotpotQA weight 2), r11_b23 (qa2 and
+#   qa3 x3), r11_same.
+# Two-call rounds (7-11): a warm machine is handed back after about 30 s idle, so make the PHASE=2
+# call straight after PHASE=1; if PHASE=2 reports a fresh machine (or another kind), run PHASE=1 again.
 set -uo pipefail
 cd "$(dirname "$0")/../.."   # the repository root
 DEV=${DEV:-cuda}
@@ -56,7 +59,7 @@ OUT=${OUT:?set OUT to the folder whose files come back}
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 PY=${PY:-python3}
 
-[ -d "$W/base" ] || "$PY" training/tools/remote_bundle.py unpack .remote "$W" || exit 1
+[ -f "$W/.unpacked" ] || "$PY" training/tools/remote_bundle.py unpack .remote "$W" || exit 1
 export PYTHONPATH="$PWD:$PWD/training:$W/site${PYTHONPATH:+:$PYTHONPATH}"
 mkdir -p "$R" "$OUT"
 nvidia-smi --query-gpu=name,memory.total --format=csv 2>/dev/null
