@@ -71,13 +71,15 @@ def print_memory_table(results: list[dict]) -> None:
             f"{m['rss_delta_per_chunk']:7.0f} {'-' if peak is None else f'{peak:7.0f}':>7} "
             f"{m['python_objects_per_chunk_estimate']:7.0f} {m['mean_text_chars']:5.0f}"
         )
-        if "document_copy_rss_per_chunk" in m:  # document positions: the search's rotated copy
-            peak = m["document_rotation_peak_rss_per_chunk"]
-            print(
-                f"{'':>7} | document positions: rotated copy RSS/N {m['document_copy_rss_per_chunk']:.0f}, "
-                f"peak/N while rotating {'-' if peak is None else f'{peak:.0f}'}, "
-                f"{m['document_rotation_seconds']:.2f} s once per snapshot"
-            )
+        for kind, what in (("document", "one document"), ("short_documents", "short documents")):
+            if f"{kind}_layout" in m:  # document positions: runs, or the search's rotated copy
+                peak = m[f"{kind}_rotation_peak_rss_per_chunk"]
+                print(
+                    f"{'':>7} | document positions, {what}: {m[f'{kind}_layout']}, kept RSS/N "
+                    f"{m[f'{kind}_copy_rss_per_chunk']:.0f}, peak/N while laid out "
+                    f"{'-' if peak is None else f'{peak:.0f}'}, "
+                    f"{m[f'{kind}_rotation_seconds']:.2f} s once per snapshot"
+                )
 
 
 def print_fp16_lines(results: list[dict]) -> None:

@@ -23,34 +23,63 @@ if TYPE_CHECKING:
 #: Rows rotated at a time when a snapshot is rotated for document positions.
 ROTATION_BLOCK = 16384
 
+#: Document mode searches stored, unrotated embeddings run by run of equal fixed positions (the
+#: state rotated once per run, as in relative mode) when the runs average at least this many
+#: chunks, e.g. one long document (at most ``int(relative_span * relative_step) + 1`` runs);
+#: shorter runs (many short documents) would cost a rotation and a small scan each per step, so
+#: those are searched on a rotated copy of the embeddings (one more float32 copy).
+MIN_MEAN_RUN = 1024
+
 
 def rotate_documents(emb: torch.Tensor, doc_ids: Sequence[str], config: QRAGConfig) -> torch.Tensor:
     """Embeddings of searched chunks (in document order) rotated by their fixed positions in
     document position mode: among the searched chunks of their document (with a filter, the
     matching ones form the document, as in relative mode and in a store-backed search); ``emb``
     itself (no copy) when every chunk sits at 0 (each its own document)."""
-    return _rotated(emb, doc_ids, config)[0]
-
-
-def _rotated(
-    emb: torch.Tensor, doc_ids: Sequence[str], config: QRAGConfig
-) -> tuple[torch.Tensor, np.ndarray]:
     positions = document_positions(doc_ids, config.relative_step, config.relative_span)
+    return _rotated(emb, positions, config)
+
+
+def _rotated(emb: torch.Tensor, positions: np.ndarray, config: QRAGConfig) -> torch.Tensor:
     if not positions.any():
-        return emb, positions
+        return emb
     # in blocks into one new tensor: the rotation's float32 temporaries stay a block's size
     # (whole, they were ~7 times the embeddings at 400K chunks)
     out, at = torch.empty_like(emb), torch.from_numpy(positions).to(emb.device)
     for i in range(0, emb.shape[0], ROTATION_BLOCK):
         j = i + ROTATION_BLOCK
         out[i:j] = rotate_as(config, emb[i:j], at[i:j])
-    return out, positions
+    return out
+
+
+def fixed_runs(positions: np.ndarray) -> tuple[tuple[int, int, int], ...]:
+    """``positions`` (document order) as runs ``(start, stop, position)`` of equal values."""
+    cuts = np.flatnonzero(np.diff(positions)) + 1
+    starts = np.concatenate([[0], cuts]).astype(np.int64)
+    stops = np.concatenate([cuts, [positions.size]]).astype(np.int64)
+    if positions.size == 0:
+        return ()
+    return tuple((int(a), int(b), int(positions[a])) for a, b in zip(starts, stops))
+
+
+def _document_layout(
+    chunks: Sequence[Chunk], emb: torch.Tensor, config: QRAGConfig
+) -> tuple[np.ndarray, tuple[tuple[int, int, int], ...] | None, torch.Tensor | None]:
+    """Document mode's ``(fixed positions, runs, rotated embeddings)`` of searched ``chunks``:
+    runs (``emb`` searched as stored) where they are long, else a rotated copy."""
+    ids = [c.doc_id for c in chunks]
+    fixed = document_positions(ids, config.relative_step, config.relative_span)
+    runs = fixed_runs(fixed)
+    if not fixed.any() or len(runs) * MIN_MEAN_RUN <= fixed.size:
+        return fixed, runs, None
+    return fixed, None, _rotated(emb, fixed, config)
 
 
 class DocumentRotation:
     """The candidates a search scores: a snapshot's rows as they are, or in document position
-    mode rotated by :func:`rotate_documents` (then the search proper runs as in mode none); the
-    rotated copy of a whole snapshot is kept until its embeddings change (thread-safe)."""
+    mode with their fixed positions: as stored with runs of equal positions (few long runs), else
+    rotated (then the search proper runs as in mode none); a whole snapshot's layout (and rotated
+    copy) is kept until its embeddings change (thread-safe)."""
 
     def __init__(self, config: QRAGConfig) -> None:
         self.config = config
@@ -65,16 +94,20 @@ class DocumentRotation:
         if self.config.position_mode is not PositionMode.DOCUMENT:
             return plain
         if plain.rows is not None:
-            ids = [snap.chunks[int(r)].doc_id for r in plain.rows]
-            emb, fixed = _rotated(plain.emb, ids, self.config)
-            return IndexCandidates(snap, plain.rows, emb, fixed)
+            chunks = [snap.chunks[int(r)] for r in plain.rows]
+            fixed, runs, rotated = _document_layout(chunks, plain.emb, self.config)
+            emb = plain.emb if rotated is None else rotated
+            return IndexCandidates(snap, plain.rows, emb, fixed, runs)
 
-        def build() -> tuple[Snapshot, np.ndarray]:
-            emb, fixed = _rotated(snap.embeddings, [c.doc_id for c in snap.chunks], self.config)
-            return Snapshot(snap.chunks, emb), fixed
+        def build() -> tuple[
+            np.ndarray, tuple[tuple[int, int, int], ...] | None, torch.Tensor | None
+        ]:
+            return _document_layout(snap.chunks, snap.embeddings, self.config)
 
-        rotated, fixed = self._slot.get(snap.embeddings, build) if keep else build()
-        return IndexCandidates(rotated, None, rotated.embeddings, fixed)
+        fixed, runs, rotated = self._slot.get(snap.embeddings, build) if keep else build()
+        if rotated is None:
+            return IndexCandidates(snap, None, snap.embeddings, fixed, runs)
+        return IndexCandidates(Snapshot(snap.chunks, rotated), None, rotated, fixed)
 
 
 class CandidateSet(Protocol):
@@ -105,8 +138,11 @@ class IndexCandidates:
     emb: torch.Tensor
     """Their embeddings, row ``r`` = candidate rank ``r``."""
     fixed: np.ndarray | None = None
-    """Document position mode: each candidate's fixed position, by which ``emb`` is already
-    rotated (the search scores at position 0; a hit reports this one)."""
+    """Document position mode: each candidate's fixed position (a hit reports this one); ``emb``
+    is already rotated by it unless ``runs`` is set."""
+    runs: tuple[tuple[int, int, int], ...] | None = None
+    """Document position mode on unrotated ``emb``: the runs ``(start, stop, position)`` of equal
+    fixed positions, the layout every step scores (``None``: the mode's own layout)."""
 
     @classmethod
     def of(cls, snap: Snapshot, filter: MetadataFilter | None) -> IndexCandidates:
@@ -125,6 +161,11 @@ class IndexCandidates:
     def chunk(self, rank: int) -> Chunk:
         return self.snap.chunks[rank if self.rows is None else int(self.rows[rank])]
 
+    def fixed_of(self, ranks: np.ndarray) -> np.ndarray | None:
+        """The positions to rotate ``emb[ranks]`` by when scoring them one by one (``None``: as
+        they are, already rotated or no fixed positions)."""
+        return None if self.runs is None or self.fixed is None else self.fixed[ranks]
+
     def position(self, rank: int, searched: int) -> int:
         """The position a hit on ``rank`` reports: its fixed one, else the one it was scored at."""
         return searched if self.fixed is None else int(self.fixed[rank])
@@ -133,4 +174,4 @@ class IndexCandidates:
         self, searcher: MultiStepSearcher, state: torch.Tensor, picked: list[int]
     ) -> tuple[int, float, int]:
         """The exact arg-max ``(rank, Q, position)`` over every unpicked candidate."""
-        return searcher._best_one(self.emb, state, picked, self.n)
+        return searcher._best_one(self, state, picked)

@@ -117,7 +117,7 @@ def top_by_q(
 ) -> list[tuple[int, float, int]]:
     """The ``depth`` best untaken ``(rank, Q, position)`` by exact Q, best first."""
     n, emb = cands.n, cands.emb
-    runs = searcher._runs(n, picked)
+    runs = searcher._runs(cands, picked)
     if runs is None:  # absolute positions: every chunk has its own
         q, positions = score_at_positions(searcher.model, state, emb, np.arange(n), n, picked)
         parts = [(torch.arange(n), q, torch.from_numpy(positions))]
@@ -155,7 +155,7 @@ def top_by_q_shared(
     that does not serve (one state, absolute positions, a filtered subset)."""
     if states.shape[0] < 2 or cands.rows is not None:
         return None
-    shared = searcher.shared_layout_top_k(cands.emb, states.float(), cands.n, picked, depth)
+    shared = searcher.shared_layout_top_k(cands, states.float(), picked, depth)
     if shared is None:
         return None
     top_q, top_rank, top_pos = (t.cpu() for t in shared)
@@ -194,7 +194,8 @@ def fused_best(
     known = {r: (r, q, p) for r, q, p in dense}
     if best in known:
         return known[best]
+    one = np.array([best])
     q, positions = score_at_positions(
-        searcher.model, state, cands.emb[best : best + 1], np.array([best]), cands.n, picked
+        searcher.model, state, cands.emb[best : best + 1], one, cands.n, picked, cands.fixed_of(one)
     )
     return best, float(q[0]), int(positions[0])

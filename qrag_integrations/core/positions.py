@@ -133,7 +133,8 @@ def layout_runs(
     mode: PositionMode, n: int, picked_ranks: Sequence[int], step: int, span: float
 ) -> list[tuple[int, int, int]] | None:
     """Runs of equal positions, or ``None`` when every chunk has its own (absolute mode); document
-    mode searches pre-rotated embeddings, so it is one run at 0 like none."""
+    mode is one run at 0 like none: its fixed positions are in the embeddings searched, or are the
+    candidates' own runs (:class:`~qrag_integrations.core.candidates.IndexCandidates`)."""
     if mode is PositionMode.RELATIVE:
         return relative_runs(n, picked_ranks, step, span)
     if mode in (PositionMode.NONE, PositionMode.DOCUMENT):

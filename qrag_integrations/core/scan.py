@@ -20,8 +20,10 @@ import torch
 from qrag_integrations.core.positions import positions_at
 
 if TYPE_CHECKING:
+    from qrag_integrations.core.candidates import IndexCandidates
     from qrag_integrations.core.chunks import Snapshot
     from qrag_integrations.core.model import QRAGModel
+    from qrag_integrations.core.search import MultiStepSearcher
 
 T = TypeVar("T")
 
@@ -174,6 +176,26 @@ class FaissPreselector:
         with faiss_threads_for(1):
             _, cand = index.search(state.detach().cpu().numpy()[None].astype(np.float32), want)
         return cand[0]
+
+
+def faiss_best(
+    searcher: MultiStepSearcher, cands: IndexCandidates, state: torch.Tensor, picked: list[int]
+) -> tuple[int, float, int]:
+    """One question's pick over every row of ``cands``: candidates by FAISS inner product on the
+    embeddings searched, then exact Q at their positions."""
+    settings = searcher.settings
+    want = min(cands.n, settings.faiss_candidates + len(picked))  # type: ignore[operator]
+    taken = set(picked)
+    found = searcher._faiss.candidates(cands.snap, state, want, settings.faiss_factory)
+    cand = np.array([c for c in found if c >= 0 and c not in taken], dtype=np.int64)
+    if cand.size == 0:
+        return searcher._best_one(cands, state, picked)
+    sub = cands.emb[torch.from_numpy(cand).to(cands.emb.device)]
+    scores, positions = score_at_positions(
+        searcher.model, state, sub, cand, cands.n, picked, cands.fixed_of(cand)
+    )
+    i = int(scores.argmax())
+    return int(cand[i]), float(scores[i]), int(positions[i])
 
 
 def _faiss_index(snap: Snapshot, factory: str) -> Any:

@@ -13,11 +13,10 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 
 from qrag_integrations.core.candidates import CandidateSet, DocumentRotation, IndexCandidates
-from qrag_integrations.core.chunks import Chunk, MetadataFilter, Snapshot
+from qrag_integrations.core.chunks import Chunk, MetadataFilter
 from qrag_integrations.core.compact_scan import EXACT, best_compact, check_scan, compact_scanner
 from qrag_integrations.core.config import PositionMode
 from qrag_integrations.core.errors import QRAGError
@@ -34,8 +33,8 @@ from qrag_integrations.core.positions import layout_runs, rotate_as
 from qrag_integrations.core.scan import (
     FaissPreselector,
     cpu_fp32,
+    faiss_best,
     scan_run_cpu,
-    score_at_positions,
     score_dtype,
     top_k_shared,
     update_best,
@@ -251,9 +250,9 @@ class MultiStepSearcher:
                     for i, b in enumerate(active)
                 ]
             elif use_faiss:
-                snap, n = candidates[0].snap, candidates[0].n
                 best = [
-                    self._best_faiss(snap, states[i], picked[b], n) for i, b in enumerate(active)
+                    faiss_best(self, candidates[0], states[i], picked[b])  # type: ignore[arg-type]
+                    for i, b in enumerate(active)
                 ]
             elif (
                 self._compact is not None
@@ -266,7 +265,7 @@ class MultiStepSearcher:
                     candidates[0].emb,
                     states,
                     [picked[b] for b in active],
-                    lambda taken, n=candidates[0].n: self._runs(n, taken),  # type: ignore[misc]
+                    lambda taken, c=candidates[0]: self._runs(c, taken),  # type: ignore[misc]
                     self._rotated_states,
                     self.settings.rescore,
                 )
@@ -274,7 +273,9 @@ class MultiStepSearcher:
                 # one layout for every question (no picks yet, or picks move no position): one
                 # scan of the index serves the whole batch
                 best = self._best_shared_layout(
-                    candidates[0].emb, states, candidates[0].n, [picked[b] for b in active]
+                    candidates[0],
+                    states,
+                    [picked[b] for b in active],  # type: ignore[arg-type]
                 )
             else:
                 best = [
@@ -315,9 +316,12 @@ class MultiStepSearcher:
             query, [candidates.chunk(r).text for r in picked], picked_order=picked
         )
 
-    def _runs(self, n: int, picked: list[int]) -> list[tuple[int, int, int]] | None:
+    def _runs(self, cands: IndexCandidates, picked: list[int]) -> list[tuple[int, int, int]] | None:
+        """The runs ``(start, stop, position)`` of equal positions a step scores ``cands`` at."""
+        if cands.runs is not None:  # document mode on unrotated embeddings
+            return list(cands.runs)
         cfg = self.model.config
-        return layout_runs(cfg.position_mode, n, picked, cfg.relative_step, cfg.relative_span)
+        return layout_runs(cfg.position_mode, cands.n, picked, cfg.relative_step, cfg.relative_span)
 
     def _rotated_states(self, states: torch.Tensor, positions: list[int]) -> torch.Tensor:
         """``(R, B, D)``: every state rotated by ``-p`` for each run position ``p``."""
@@ -328,34 +332,35 @@ class MultiStepSearcher:
         return rotate_as(self.model.config, many, pos, inverse=True)
 
     def _best_shared_layout(
-        self, emb: torch.Tensor, states: torch.Tensor, n: int, picked: list[list[int]]
+        self, cands: IndexCandidates, states: torch.Tensor, picked: list[list[int]]
     ) -> list[tuple[int, float, int]]:
         """Every question shares one layout (the first step, or no positions): one pass over the
         index serves the batch, each question's own picks masked out."""
-        one_on_cpu = states.shape[0] == 1 and cpu_fp32(emb)
-        shared = None if one_on_cpu else self.shared_layout_top_k(emb, states, n, picked, 1)
+        one_on_cpu = states.shape[0] == 1 and cpu_fp32(cands.emb)
+        shared = None if one_on_cpu else self.shared_layout_top_k(cands, states, picked, 1)
         if shared is None:
-            return [self._best_one(emb, states[i], picked[i], n) for i in range(states.shape[0])]
+            return [self._best_one(cands, states[i], picked[i]) for i in range(states.shape[0])]
         q, rank, pos = shared
         return [(int(r), float(v), int(p)) for v, r, p in zip(q[0], rank[0], pos[0])]
 
     def shared_layout_top_k(
-        self, emb: torch.Tensor, states: torch.Tensor, n: int, picked: list[list[int]], k: int
+        self, cands: IndexCandidates, states: torch.Tensor, picked: list[list[int]], k: int
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None:
         """The ``k`` best ``(Q, rank, position)`` of states that share one layout (the first
         step, or no positions), each ``(k, B)``, in one pass over the index; ``None`` with
         absolute positions (every chunk has its own)."""
-        runs = self._runs(n, [])
+        runs = self._runs(cands, [])
         if runs is None:
             return None
         rotated = self._rotated_states(states, [p for _, _, p in runs])
-        return top_k_shared(emb, runs, rotated, picked, k, self.settings.block_size)
+        return top_k_shared(cands.emb, runs, rotated, picked, k, self.settings.block_size)
 
     def _best_one(
-        self, emb: torch.Tensor, state: torch.Tensor, picked: list[int], n: int
+        self, cands: IndexCandidates, state: torch.Tensor, picked: list[int]
     ) -> tuple[int, float, int]:
         """Best available chunk for one question given its picks."""
-        runs = self._runs(n, picked)
+        emb, n = cands.emb, cands.n
+        runs = self._runs(cands, picked)
         dtype = score_dtype(emb)
         taken = torch.tensor(sorted(picked), dtype=torch.long, device=emb.device)
         best: tuple[int, float, int] = (-1, -float("inf"), 0)
@@ -381,18 +386,3 @@ class MultiStepSearcher:
                 scores = (emb[lo:hi].to(dtype) @ rot).float()
                 best = update_best(best, scores, lo, taken, lambda r, p=p: p)
         return best
-
-    def _best_faiss(
-        self, snap: Snapshot, state: torch.Tensor, picked: list[int], n: int
-    ) -> tuple[int, float, int]:
-        """Candidates by FAISS inner product (unrotated), then exact Q with positions."""
-        want = min(n, self.settings.faiss_candidates + len(picked))  # type: ignore[operator]
-        taken = set(picked)
-        found = self._faiss.candidates(snap, state, want, self.settings.faiss_factory)
-        cand = np.array([c for c in found if c >= 0 and c not in taken], dtype=np.int64)
-        if cand.size == 0:
-            return self._best_one(snap.embeddings, state, picked, n)
-        sub = snap.embeddings[torch.from_numpy(cand).to(snap.embeddings.device)]
-        scores, positions = score_at_positions(self.model, state, sub, cand, n, picked)
-        i = int(scores.argmax())
-        return int(cand[i]), float(scores[i]), int(positions[i])

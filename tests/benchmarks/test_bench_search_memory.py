@@ -12,11 +12,15 @@ def test_the_memory_child_runs_and_reports_bytes_per_chunk() -> None:
     got = memory_in_child(200, args, 0.38)
     assert got["index_nbytes"] == 200 * got["index_nbytes_per_chunk"]
     assert got["index_nbytes_per_chunk"] >= 32 * 4  # at least the float32 embedding
-    assert "document_copy_rss_per_chunk" not in got
+    assert "document_layout" not in got
 
 
-def test_the_memory_child_measures_a_document_mode_copy() -> None:
+def test_the_memory_child_measures_document_mode_layouts() -> None:
     rotation = {"position_mode": "document", "rope_theta": 1e8, "rope_max_frequency": 0.17}
     args = argparse.Namespace(seed=0, dim=32, device="cpu", threads=1, rotation=rotation)
-    got = memory_in_child(200, args, 0.38)
-    assert got["document_rotation_seconds"] >= 0 and "document_copy_rss_per_chunk" in got
+    got = memory_in_child(20480, args, 0.38)  # one document of 19 runs >= MIN_MEAN_RUN chunks
+    assert got["document_layout"] == "19 runs, no copy"
+    assert got["short_documents_layout"] == "rotated copy"
+    assert got["short_documents_rotation_seconds"] >= 0
+    # the copy is float32 embeddings (128 bytes a chunk here); the runs keep no copy
+    assert got["short_documents_copy_rss_per_chunk"] > got["document_copy_rss_per_chunk"] + 64

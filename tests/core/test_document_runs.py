@@ -1,0 +1,119 @@
+"""Document position mode searched two ways: on a rotated copy of the embeddings (many short
+documents) and on the stored embeddings run by run of equal fixed positions (few long runs, no
+copy). Both are the brute-force search; ``MIN_MEAN_RUN`` picks the way."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from search_reference import QUERIES, TEXTS, N, as_tuples, assert_same, brute_force, random_index
+
+from qrag_integrations.core import candidates
+from qrag_integrations.core.candidates import DocumentRotation, fixed_runs
+from qrag_integrations.core.config import QRAGConfig
+from qrag_integrations.core.index import ChunkIndex
+from qrag_integrations.core.search import MultiStepSearcher, SearchSettings
+
+DOCUMENT_MODES = ["document", "document-anchored", "document-slow"]
+#: MIN_MEAN_RUN values: 1 = runs for the 13-chunk test index (13 runs), 10**9 = always a copy
+WAYS = {"runs": 1, "copy": 10**9}
+
+
+@pytest.fixture(params=list(WAYS))
+def way(request, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setattr(candidates, "MIN_MEAN_RUN", WAYS[request.param])
+    return request.param
+
+
+def test_fixed_runs_are_the_runs_of_equal_positions() -> None:
+    assert fixed_runs(np.array([0, 0, 3, 3, 3, 0, 7], dtype=np.int64)) == (
+        (0, 2, 0),
+        (2, 5, 3),
+        (5, 6, 0),
+        (6, 7, 7),
+    )
+    assert fixed_runs(np.zeros(4, dtype=np.int64)) == ((0, 4, 0),)
+    assert fixed_runs(np.zeros(0, dtype=np.int64)) == ()
+
+
+def test_runs_search_the_stored_embeddings_without_a_copy(monkeypatch: pytest.MonkeyPatch) -> None:
+    index = random_index()
+    snap = index.snapshot()
+    config = QRAGConfig(base_model="unused", position_mode="document")
+    monkeypatch.setattr(candidates, "MIN_MEAN_RUN", 1)
+    got = DocumentRotation(config).candidates(snap, None)
+    assert got.emb is snap.embeddings and got.snap is snap and got.runs is not None
+    assert [p for _, _, p in got.runs] == [int(got.fixed[a]) for a, _, _ in got.runs]
+    monkeypatch.setattr(candidates, "MIN_MEAN_RUN", 10**9)
+    copied = DocumentRotation(config).candidates(snap, None)
+    assert copied.runs is None and copied.emb.data_ptr() != snap.embeddings.data_ptr()
+    np.testing.assert_array_equal(copied.fixed, got.fixed)
+
+
+def test_one_chunk_documents_need_neither_copy_nor_rotation() -> None:
+    index = ChunkIndex(32)
+    docs = [f"d{i}" for i in range(5)]  # each its own document: every position 0
+    index.add(TEXTS[:5], torch.randn(5, 32), doc_ids=docs)
+    snap = index.snapshot()
+    config = QRAGConfig(base_model="unused", position_mode="document")
+    got = DocumentRotation(config).candidates(snap, None)
+    assert got.emb is snap.embeddings and got.runs == ((0, 5, 0),)
+
+
+@pytest.mark.parametrize("mode", DOCUMENT_MODES)
+@pytest.mark.parametrize("block_size", [3, 65536])
+def test_both_ways_are_the_brute_force_search(make_model, way, mode: str, block_size: int) -> None:
+    model = make_model(mode)
+    index = random_index()
+    searcher = MultiStepSearcher(model, index, SearchSettings(block_size=block_size))
+    for query, hits in zip(QUERIES, searcher.search(QUERIES, k=6)):
+        assert_same(as_tuples(hits), brute_force(model, index, query, 6))
+    one = searcher.search(QUERIES[:1], k=6)[0]  # one question: the CPU scan of one state
+    assert_same(as_tuples(one), brute_force(model, index, QUERIES[0], 6))
+
+
+def test_both_ways_with_a_filter_and_per_question_indexes(make_model, way) -> None:
+    model = make_model("document")
+    index = random_index()
+    snap = index.snapshot()
+    rows = [i for i in range(N) if i % 3]
+    searcher = MultiStepSearcher(model, index)
+    for query, hits in zip(QUERIES, searcher.search(QUERIES, k=4, filter={"doc": "A"})):
+        assert_same(as_tuples(hits), brute_force(model, index, query, 4, rows=rows))
+    other = random_index(seed=3)
+    got = searcher.search_each(QUERIES[:2], [index, other], k=3)
+    assert_same(as_tuples(got[0]), brute_force(model, index, QUERIES[0], 3))
+    assert_same(as_tuples(got[1]), brute_force(model, other, QUERIES[1], 3))
+    assert snap.embeddings is index.snapshot().embeddings  # nothing stored was rotated
+
+
+@pytest.mark.parametrize("settings", ["faiss", "int8", "bf16"])
+def test_both_ways_with_faiss_and_compact_scans(make_model, way, settings: str) -> None:
+    model = make_model("document-anchored")
+    index = random_index()
+    if settings == "faiss":
+        chosen = SearchSettings(faiss_candidates=N, faiss_min_size=0)
+    else:
+        chosen = SearchSettings(scan=settings, rescore=N)
+    searcher = MultiStepSearcher(model, index, chosen)
+    for query, hits in zip(QUERIES, searcher.search(QUERIES, k=5)):
+        assert_same(as_tuples(hits), brute_force(model, index, query, 5))
+
+
+@pytest.mark.parametrize("depth", [1, 3, 50])
+def test_lexical_fusion_picks_the_same_either_way(
+    make_model, monkeypatch: pytest.MonkeyPatch, depth: int
+) -> None:
+    model = make_model("document")
+    index = random_index()
+    got = {}
+    for name, value in WAYS.items():
+        monkeypatch.setattr(candidates, "MIN_MEAN_RUN", value)
+        searcher = MultiStepSearcher(model, index, SearchSettings(lexical_depth=depth))
+        got[name] = [as_tuples(h) for h in searcher.search(QUERIES, k=5)]
+        got[name + "-one"] = as_tuples(searcher.search(QUERIES[:1], k=5)[0])
+    for a, b in zip(got["runs"], got["copy"]):
+        assert_same(a, b)
+        assert np.allclose([q for _, _, q, _ in a], [q for _, _, q, _ in b], atol=1e-5)
+    assert_same(got["runs-one"], got["copy-one"])
