@@ -23,6 +23,9 @@ if TYPE_CHECKING:
 #: Rows rotated at a time when a snapshot is rotated for document positions.
 ROTATION_BLOCK = 16384
 
+#: Runs ``(start, stop, position)`` of consecutive chunks sharing one fixed position.
+Runs = tuple[tuple[int, int, int], ...]
+
 #: Document mode searches stored, unrotated embeddings run by run of equal fixed positions (the
 #: state rotated once per run, as in relative mode) when the runs average at least this many
 #: chunks, e.g. one long document (at most ``int(relative_span * relative_step) + 1`` runs);
@@ -52,19 +55,19 @@ def _rotated(emb: torch.Tensor, positions: np.ndarray, config: QRAGConfig) -> to
     return out
 
 
-def fixed_runs(positions: np.ndarray) -> tuple[tuple[int, int, int], ...]:
+def fixed_runs(positions: np.ndarray) -> Runs:
     """``positions`` (document order) as runs ``(start, stop, position)`` of equal values."""
+    if positions.size == 0:
+        return ()
     cuts = np.flatnonzero(np.diff(positions)) + 1
     starts = np.concatenate([[0], cuts]).astype(np.int64)
     stops = np.concatenate([cuts, [positions.size]]).astype(np.int64)
-    if positions.size == 0:
-        return ()
     return tuple((int(a), int(b), int(positions[a])) for a, b in zip(starts, stops))
 
 
 def _document_layout(
     chunks: Sequence[Chunk], emb: torch.Tensor, config: QRAGConfig
-) -> tuple[np.ndarray, tuple[tuple[int, int, int], ...] | None, torch.Tensor | None]:
+) -> tuple[np.ndarray, Runs | None, torch.Tensor | None]:
     """Document mode's ``(fixed positions, runs, rotated embeddings)`` of searched ``chunks``:
     runs (``emb`` searched as stored) where they are long, else a rotated copy."""
     ids = [c.doc_id for c in chunks]
@@ -99,9 +102,7 @@ class DocumentRotation:
             emb = plain.emb if rotated is None else rotated
             return IndexCandidates(snap, plain.rows, emb, fixed, runs)
 
-        def build() -> tuple[
-            np.ndarray, tuple[tuple[int, int, int], ...] | None, torch.Tensor | None
-        ]:
+        def build() -> tuple[np.ndarray, Runs | None, torch.Tensor | None]:
             return _document_layout(snap.chunks, snap.embeddings, self.config)
 
         fixed, runs, rotated = self._slot.get(snap.embeddings, build) if keep else build()
@@ -140,7 +141,7 @@ class IndexCandidates:
     fixed: np.ndarray | None = None
     """Document position mode: each candidate's fixed position (a hit reports this one); ``emb``
     is already rotated by it unless ``runs`` is set."""
-    runs: tuple[tuple[int, int, int], ...] | None = None
+    runs: Runs | None = None
     """Document position mode on unrotated ``emb``: the runs ``(start, stop, position)`` of equal
     fixed positions, the layout every step scores (``None``: the mode's own layout)."""
 
