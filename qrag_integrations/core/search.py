@@ -3,8 +3,8 @@
 Each step embeds the state text (question + picked chunks), scores every available chunk with
 ``Q = <E_s(s), R(p) E_a(a)>`` at the positions laid out around the current picks, and picks the
 arg-max. Because ``R`` is a rotation, ``<s, R(p) a> = <R(-p) s, a>``: the search rotates the
-*state* once per run of chunks sharing a position (relative/none modes) and scans the stored,
-unrotated embeddings with plain matrix products, block by block.
+*state* once per run of chunks sharing a position (relative / none modes, document mode over long
+documents) and scans the stored, unrotated embeddings with plain matrix products, block by block.
 """
 
 from __future__ import annotations
