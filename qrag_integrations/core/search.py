@@ -273,9 +273,9 @@ class MultiStepSearcher:
                 # one layout for every question (no picks yet, or picks move no position): one
                 # scan of the index serves the whole batch
                 best = self._best_shared_layout(
-                    candidates[0],
+                    candidates[0],  # type: ignore[arg-type]
                     states,
-                    [picked[b] for b in active],  # type: ignore[arg-type]
+                    [picked[b] for b in active],
                 )
             else:
                 best = [

@@ -216,8 +216,9 @@ elif [ "$ROUND" -ge 8 ] && [ "$ROUND" -le 12 ]; then
 {name:ruler,weight:0.5,variant:niah_multivalue,target_tokens:2000,noise_kind:'$N',seed:0}]"
     }
     Q1X3=qa1,qa1,qa1,qa2,qa2,qa3,qa3,qa4,qa5   # qa1 three times as often (one pick: the latest move)
+    TEACHER=init; [ "$ROUND" = 12 ] && TEACHER=base   # round 12: the untrained base's cosines
     SLOW="$GEN init_from=$W/init_slow model.rope_theta=100000000.0 model.rope_max_frequency=$CAP \
-      algo.warmup=10 steps=300 algo.distill_teacher=init time_budget_minutes=$MIN $Q64"
+      algo.warmup=10 steps=300 algo.distill_teacher=$TEACHER time_budget_minutes=$MIN $Q64"
     if [ "$ROUND" = 10 ]; then
       train s64_half $SLOW env.train.parts="$(parts 1 qa1,qa2,qa2,qa3,qa3,qa4,qa5)" algo.lr=6e-5 algo.distill_weight=0.5 &
       train s64 $SLOW env.train.parts="$(parts 1 qa1,qa2,qa2,qa3,qa3,qa4,qa5)" algo.lr=3e-5 algo.distill_weight=1.0 &
@@ -234,7 +235,7 @@ elif [ "$ROUND" -ge 8 ] && [ "$ROUND" -le 12 ]; then
     else
       # round 12: round 11 cost SQuAD hit@3 (below dense); distil toward the untrained base's
       # cosines instead of the start (dense top-k is what single-hop hit@3 must not fall below)
-      BASED="$SLOW algo.lr=3e-5 algo.distill_teacher=base"
+      BASED="$SLOW algo.lr=3e-5"
       train r12_base1 $BASED algo.distill_weight=1.0 env.train.parts="$(parts 1 $Q1X3)" &
       train r12_base2 $BASED algo.distill_weight=2.0 env.train.parts="$(parts 1 $Q1X3)" &
       train r12_h2_base1 $BASED algo.distill_weight=1.0 env.train.parts="$(parts 2 $Q1X3)" &
