@@ -46,9 +46,10 @@
 # ROUND=11 (prepared in session 39, run in session 40 on an H200): the default (s64_q1) continued at
 #   its own settings (lr 3e-5, distillation 1, qa1 x3): r11_h2 (HotpotQA weight 2), r11_b23 (qa2 and
 #   qa3 x3), r11_same. All three lost SQuAD hit@3 to dense on validation (round13_gpu): not shipped.
-# ROUND=12 (prepared in session 40, not yet run): the default continued with distillation toward the
-#   untrained base's cosines (lr 3e-5): r12_base1 (weight 1), r12_base2 (weight 2), r12_h2_base1
-#   (weight 1, HotpotQA x2).
+# ROUND=12 (prepared in session 40, run in session 41 on an H100): the default continued with
+#   distillation toward the untrained base's cosines (lr 3e-5): r12_base1 (weight 1), r12_base2
+#   (weight 2), r12_h2_base1 (weight 1, HotpotQA x2). The mixture eval fell in all three (0.76 ->
+#   0.68-0.735); best/ stayed the start: nothing to ship (round14_gpu).
 # Two-call rounds (7-11): a warm machine is handed back after about 30 s idle, so make the PHASE=2
 # call straight after PHASE=1; if PHASE=2 reports a fresh machine (or another kind), run PHASE=1 again.
 set -uo pipefail
