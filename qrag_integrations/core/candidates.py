@@ -34,15 +34,6 @@ Runs = tuple[tuple[int, int, int], ...]
 MIN_MEAN_RUN = 1024
 
 
-def rotate_documents(emb: torch.Tensor, doc_ids: Sequence[str], config: QRAGConfig) -> torch.Tensor:
-    """Embeddings of searched chunks (in document order) rotated by their fixed positions in
-    document position mode: among the searched chunks of their document (with a filter, the
-    matching ones form the document, as in relative mode and in a store-backed search); ``emb``
-    itself (no copy) when every chunk sits at 0 (each its own document)."""
-    positions = document_positions(doc_ids, config.relative_step, config.relative_span)
-    return _rotated(emb, positions, config)
-
-
 def _rotated(emb: torch.Tensor, positions: np.ndarray, config: QRAGConfig) -> torch.Tensor:
     if not positions.any():
         return emb

@@ -3,7 +3,10 @@
 Each step ranks the ``depth`` best untaken chunks by Q (the state of that step) and the
 ``depth`` best untaken chunks by BM25 of the bare question, and picks the best by reciprocal
 rank fusion, ``1 / (60 + rank)`` from each ranking (LangChain's ``EnsembleRetriever`` fuses
-a dense and a BM25 retriever the same way, once). The reported Q-value is the pick's exact Q.
+a dense and a BM25 retriever the same way, once). The pick is therefore always one of the Q
+ranking's ``depth`` best, re-ordered by BM25: a chunk that only BM25 ranks scores at most
+``1 / 61``, which Q's best chunk always reaches (and equals win in Q's order). The reported
+Q-value is the pick's exact Q.
 
 BM25 comes from ``bm25s`` (English stop words; a dependency), one index per snapshot of
 the chunks, built on first use and rebuilt when the chunks change.
@@ -190,12 +193,6 @@ def fused_best(
     for ranking in ([r for r, _, _ in dense], words):
         for i, rank in enumerate(ranking):
             score[rank] = score.get(rank, 0.0) + 1.0 / (RRF_C + i + 1)
-    best = max(score, key=score.__getitem__)  # first of equals: the Q ranking's order
-    known = {r: (r, q, p) for r, q, p in dense}
-    if best in known:
-        return known[best]
-    one = np.array([best])
-    q, positions = score_at_positions(
-        searcher.model, state, cands.emb[best : best + 1], one, cands.n, picked, cands.fixed_of(one)
-    )
-    return best, float(q[0]), int(positions[0])
+    # first of equals: the Q ranking's order, so the best is one of ``dense`` (module docstring)
+    best = max(score, key=score.__getitem__)
+    return next(hit for hit in dense if hit[0] == best)

@@ -76,9 +76,9 @@ class SearchSettings:
     rescore: int = 400
     """Compact scans: candidates per run of equal positions re-scored exactly each step."""
     lexical_depth: int | None = None
-    """Fuse BM25 of the question into the first ``lexical_steps`` steps: the best of this many
-    chunks by Q and this many by BM25, by reciprocal rank (:mod:`~qrag_integrations.core.lexical`;
-    exact scan, in-memory index). ``0``: no fusion; ``None``: the model's
+    """Fuse BM25 of the question into the first ``lexical_steps`` steps: BM25's ranking of this
+    many chunks re-orders the best this many by Q, by reciprocal rank (the pick is one of Q's;
+    :mod:`~qrag_integrations.core.lexical`; exact scan, in-memory index). ``0``: no fusion; ``None``: the model's
     ``QRAGConfig.lexical_depth`` where it can apply (in-memory index, exact scan, no FAISS
     pre-selection), else none."""
     lexical_steps: int | None = None

@@ -392,14 +392,29 @@ def test_document_positions_are_fixed_inside_each_document() -> None:
     assert PositionMode.DOCUMENT.moves is False and PositionMode.RELATIVE.moves
 
 
-def test_one_chunk_documents_are_searched_without_a_rotated_copy() -> None:
-    from qrag_integrations.core.candidates import rotate_documents
+def searched_embeddings(
+    emb: torch.Tensor, doc_ids: list[str], cfg: QRAGConfig
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(stored, scanned)``: the embeddings an index of chunks ``emb`` in these documents holds,
+    and those its document-mode search scans."""
+    from qrag_integrations.core.candidates import DocumentRotation
+    from qrag_integrations.core.index import ChunkIndex
 
+    index = ChunkIndex(emb.shape[1])
+    index.add([f"t{i}" for i in range(len(doc_ids))], emb, doc_ids=doc_ids)
+    snap = index.snapshot()
+    return snap.embeddings, DocumentRotation(cfg).candidates(snap, None).emb
+
+
+def test_one_chunk_documents_are_searched_without_a_rotated_copy() -> None:
     cfg = QRAGConfig(position_mode=PositionMode.DOCUMENT)
     emb = torch.randn(3, 32)
-    assert rotate_documents(emb, ["a", "b", "c"], cfg) is emb  # all at 0: no copy
-    turned = rotate_documents(emb, ["a", "a", "c"], cfg)
-    assert turned is not emb and torch.equal(turned[0], emb[0]) and torch.equal(turned[2], emb[2])
+    stored, scanned = searched_embeddings(emb, ["a", "b", "c"], cfg)
+    assert scanned is stored  # all at 0: no copy
+    stored, turned = searched_embeddings(emb, ["a", "a", "c"], cfg)
+    assert (
+        turned is not stored and torch.equal(turned[0], emb[0]) and torch.equal(turned[2], emb[2])
+    )
     assert not torch.allclose(turned[1], emb[1])
 
 
@@ -413,7 +428,7 @@ def test_documents_rotated_in_blocks_equal_one_rotation(monkeypatch) -> None:
         emb, torch.from_numpy(document_positions(ids, 20, 0.9)), cfg.rope_theta, False, 0.2
     )
     monkeypatch.setattr(candidates, "ROTATION_BLOCK", 3)  # blocks cut across both documents
-    assert torch.equal(candidates.rotate_documents(emb, ids, cfg), whole)
+    assert torch.equal(searched_embeddings(emb, ids, cfg)[1], whole)
     # repeated positions (one cos / sin per distinct position) give each row's own rotation
     rows = [rotate(emb[i], torch.tensor(p), 1e4) for i, p in enumerate([5, 0, 5, 9, 0, 5, 9])]
     assert torch.equal(rotate(emb, torch.tensor([5, 0, 5, 9, 0, 5, 9]), 1e4), torch.stack(rows))

@@ -50,13 +50,14 @@ def reference(model, index, query, k, depth, rows=None, steps=None):
             out.append((snap.chunks[rows[best]].id, step, float(q[best]), int(pos[best])))
             picked.append(best)
             continue
-        dense = [r for r in order[:depth] if r not in picked]
+        dense = [r for r in order if r not in picked][:depth]
         words = [r for r in lexical if r not in picked][:depth]
         fused: dict[int, float] = {}
         for ranking in (dense, words):
             for i, r in enumerate(ranking):
                 fused[r] = fused.get(r, 0.0) + 1.0 / (RRF_C + i + 1)
         best = max(fused, key=fused.__getitem__)
+        assert best in dense  # what only BM25 ranks never outscores Q's best (lexical.py)
         out.append((snap.chunks[rows[best]].id, step, float(q[best]), int(pos[best])))
         picked.append(best)
     return out
