@@ -50,7 +50,12 @@
 #   distillation toward the untrained base's cosines (lr 3e-5): r12_base1 (weight 1), r12_base2
 #   (weight 2), r12_h2_base1 (weight 1, HotpotQA x2). The mixture eval fell in all three (0.76 ->
 #   0.68-0.735); best/ stayed the start: nothing to ship (round14_gpu).
-# Two-call rounds (7-11): a warm machine is handed back after about 30 s idle, so make the PHASE=2
+# ROUND=13 (prepared in session 41, not yet run): the default continued as in round 11 (lr 3e-5,
+#   distillation 1 toward its start, its mixture) with more of each encoder trained: r13_l4 (top 4
+#   layers; the two below start as the base's) and r13_l3 (top 3). Rounds 11-12 left the 2-layer
+#   model flat (mixture eval 0.76) or lower; on HotpotQA alone all six layers gave +0.019.
+#   Exports: 28 + 21 MB (fp16), inside the 64 MiB return limit.
+# Two-call rounds (7-13): a warm machine is handed back after about 30 s idle, so make the PHASE=2
 # call straight after PHASE=1; if PHASE=2 reports a fresh machine (or another kind), run PHASE=1 again.
 set -uo pipefail
 cd "$(dirname "$0")/../.."   # the repository root
@@ -190,7 +195,7 @@ elif [ "$ROUND" = 7 ]; then
   wait
   for _ in $(seq 120); do grep -q "fresh_fc exit" "$R/exits.log" 2>/dev/null && break; sleep 5; done
   EXPORT="c64_da c64_da_fc c64_da_fc_lo fresh_fc"
-elif [ "$ROUND" -ge 8 ] && [ "$ROUND" -le 12 ]; then
+elif [ "$ROUND" -ge 8 ] && [ "$ROUND" -le 13 ]; then
   GEN="preset=general_cpu device=$DEV torch_threads=2 model.base_model=$W/base \
     +env.train.parts.0.path=$W/hotpotqa.json +env.eval.parts.0.path=$W/hotpotqa.json \
     env.train.parts.1.target_tokens=[2000,4000,8000] final_report=false eval_interval=50 eval_episodes=200 \
@@ -218,8 +223,9 @@ elif [ "$ROUND" -ge 8 ] && [ "$ROUND" -le 12 ]; then
     }
     Q1X3=qa1,qa1,qa1,qa2,qa2,qa3,qa3,qa4,qa5   # qa1 three times as often (one pick: the latest move)
     TEACHER=init; [ "$ROUND" = 12 ] && TEACHER=base   # round 12: the untrained base's cosines
-    SLOW="$GEN init_from=$W/init_slow model.rope_theta=100000000.0 model.rope_max_frequency=$CAP \
-      algo.warmup=10 steps=300 algo.distill_teacher=$TEACHER time_budget_minutes=$MIN $Q64"
+    ROPE="model.rope_theta=100000000.0 model.rope_max_frequency=$CAP algo.warmup=10 steps=300 \
+      algo.distill_teacher=$TEACHER time_budget_minutes=$MIN $Q64"
+    SLOW="$GEN init_from=$W/init_slow $ROPE"
     if [ "$ROUND" = 10 ]; then
       train s64_half $SLOW env.train.parts="$(parts 1 qa1,qa2,qa2,qa3,qa3,qa4,qa5)" algo.lr=6e-5 algo.distill_weight=0.5 &
       train s64 $SLOW env.train.parts="$(parts 1 qa1,qa2,qa2,qa3,qa3,qa4,qa5)" algo.lr=3e-5 algo.distill_weight=1.0 &
@@ -233,6 +239,15 @@ elif [ "$ROUND" -ge 8 ] && [ "$ROUND" -le 12 ]; then
       train r11_b23 $CONT env.train.parts="$(parts 1 qa1,qa1,qa1,qa2,qa2,qa2,qa3,qa3,qa3,qa4,qa5)" &
       train r11_same $CONT env.train.parts="$(parts 1 $Q1X3)" &
       EXPORT="r11_h2 r11_b23 r11_same"
+    elif [ "$ROUND" = 13 ]; then
+      # round 13: the same continuation with the top 4 / 3 layers trained (a saved checkpoint holds
+      # its trainable layers, so the init is re-saved with the larger count first)
+      for L in 4 3; do
+        with_config "$W/init_slow" "$W/init_l$L" trainable_layers=$L || exit 1
+        train r13_l$L $GEN init_from="$W/init_l$L" $ROPE model.trainable_layers=$L algo.lr=3e-5 \
+          algo.distill_weight=1.0 env.train.parts="$(parts 1 $Q1X3)" &
+      done
+      EXPORT="r13_l4 r13_l3"
     else
       # round 12: round 11 cost SQuAD hit@3 (below dense); distil toward the untrained base's
       # cosines instead of the start (dense top-k is what single-hop hit@3 must not fall below)
