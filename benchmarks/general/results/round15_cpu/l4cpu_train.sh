@@ -1,0 +1,31 @@
+# Round 15 on the CPU (session 41): GPU round 13's r13_l4 at CPU scale. The shipped default
+# (s64_q1) continued with its top 4 layers of each encoder trained (the two below start as the
+# base's), at its own settings: its mixture (qa1 three times as often, half the HotpotQA episodes
+# one document), lr 3e-5, distillation weight 1 toward its start, 8 questions a step.
+# OUT names the run folder; extra Hydra overrides follow as arguments.
+set -euo pipefail
+cd "$(dirname "$0")/../../../.."
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONPATH=training:.
+OUT=${OUT:-/work/runs/s41/l4cpu}
+INIT=${INIT:-$OUT.init}
+L=${L:-4}
+[ -d "$INIT" ] || .venv/bin/python - "$INIT" "$L" <<'PY'
+import sys
+from qrag_integrations.core.checkpoint import save_pretrained
+from qrag_integrations.core.loading import load_model
+model = load_model("packaged:qrag-general-minilm")
+model.config.trainable_layers = int(sys.argv[2])   # the saved layers: the top L of each encoder
+save_pretrained(model, sys.argv[1])
+PY
+N='${env.noise}'
+HP="name:hotpotqa,split:train"
+PARTS="[{$HP,weight:1,one_document:true},{$HP,weight:1},\
+{name:babilong,weight:2,task:[qa1,qa1,qa1,qa2,qa2,qa3,qa3,qa4,qa5],target_tokens:[2000,4000,8000],noise_kind:'$N',seed:0},\
+{name:ruler,weight:0.5,variant:niah_multikey,target_tokens:2000,noise_kind:'$N',seed:0},\
+{name:ruler,weight:0.5,variant:niah_multivalue,target_tokens:2000,noise_kind:'$N',seed:0}]"
+.venv/bin/qrag-train preset=general_cpu out_dir="$OUT" init_from="$INIT" "env.train.parts=$PARTS" \
+  env.position_mode=document model.rope_theta=100000000.0 model.rope_max_frequency=0.17453292519943295 \
+  model.question_weight=1.0 model.trainable_layers="$L" algo.anchor_states=true \
+  algo.lr=3e-5 algo.distill_weight=1.0 algo.distill_teacher=init algo.warmup=10 steps=300 \
+  time_budget_minutes=40 eval_interval=1000 eval_episodes=200 eval_at_start=false final_report=false \
+  torch_threads=2 "$@"
