@@ -78,9 +78,9 @@ class SearchSettings:
     lexical_depth: int | None = None
     """Fuse BM25 of the question into the first ``lexical_steps`` steps: BM25's ranking of this
     many chunks re-orders the best this many by Q, by reciprocal rank (the pick is one of Q's;
-    :mod:`~qrag_integrations.core.lexical`; exact scan, in-memory index). ``0``: no fusion; ``None``: the model's
-    ``QRAGConfig.lexical_depth`` where it can apply (in-memory index, exact scan, no FAISS
-    pre-selection), else none."""
+    :mod:`~qrag_integrations.core.lexical`; exact scan, in-memory index). ``0``: no fusion;
+    ``None``: the model's ``QRAGConfig.lexical_depth`` where it can apply (in-memory index, exact
+    scan, no FAISS pre-selection), else none."""
     lexical_steps: int | None = None
     """How many first steps fuse BM25; ``None``: the model's ``QRAGConfig.lexical_steps``
     (``None`` there: every step)."""
