@@ -35,8 +35,6 @@ MIN_MEAN_RUN = 1024
 
 
 def _rotated(emb: torch.Tensor, positions: np.ndarray, config: QRAGConfig) -> torch.Tensor:
-    if not positions.any():
-        return emb
     # in blocks into one new tensor: the rotation's float32 temporaries stay a block's size
     # (whole, they were ~7 times the embeddings at 400K chunks)
     out, at = torch.empty_like(emb), torch.from_numpy(positions).to(emb.device)
