@@ -95,7 +95,7 @@ class NextHopConfig(OptimConfig):
     hard_negatives: int | None = None
     """Train each question on its supporting chunks, this many other chunks its base encoder
     ranks highest and ``random_negatives`` more at random (:mod:`qrag_training.negatives`);
-    ``None`` = every chunk of the episode. Needs position mode ``none``."""
+    ``None`` = every chunk of the episode. Needs fixed positions (mode ``none`` or ``document``)."""
     random_negatives: int = 0
     """Negatives drawn at random per question besides the hard ones (with ``hard_negatives``)."""
 
