@@ -3,8 +3,9 @@ base encoder ranks highest (hard negatives) and a few drawn at random, instead o
 a long document at every step.
 
 The base encoder's chunk and question embeddings never change, so they are computed once per
-text and kept (``D`` floats per text). Sampling keeps the chunks' document order; it needs
-position mode ``none`` (a sampled subset has no positions of its own).
+text and kept (``D`` floats per text). Sampling keeps the chunks' document order and, in
+position mode ``document``, each kept chunk's place in the full episode (``kept_layout_meta``);
+modes whose positions follow the picks or rows (``absolute``, ``relative``) are refused.
 """
 
 from __future__ import annotations
