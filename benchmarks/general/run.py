@@ -51,6 +51,7 @@ from qrag_training.paired import paired_bootstrap
 from benchmarks.harness import results as harness
 from benchmarks.harness.model_specs import checkpoint_of, load_with_settings
 from qrag_integrations.core.config import PACKAGED_MINILM
+from qrag_integrations.core.lexical import rrf_scores
 from qrag_integrations.core.model import QRAGModel
 from qrag_integrations.core.search import SearchSettings
 
@@ -59,9 +60,9 @@ RESULTS = Path(__file__).resolve().parent / "results"
 VAL_SEED = 555_555
 TASKS = ["qa1", "qa2", "qa3", "qa4", "qa5"]
 DENSE, BM25, HYBRID = "dense", "bm25", "dense+bm25"
-#: Candidates per ranking fused by the hybrid baseline, and its reciprocal-rank constant (the
-#: defaults of LangChain's EnsembleRetriever: c = 60, equal weights).
-HYBRID_DEPTH, RRF_C = 50, 60
+#: Candidates per ranking fused by the hybrid baseline (fused as LangChain's EnsembleRetriever
+#: fuses by default: c = 60, equal weights; ``rrf_scores``).
+HYBRID_DEPTH = 50
 #: Picks per cell kind, and the pick budgets its metrics read (``facts`` = as many as the question has).
 PICKS = {"squad": 3, "hotpotqa": 4, "babilong": 6, "ruler": 5}
 METRICS: dict[str, list[tuple[str, int | str]]] = {
@@ -132,10 +133,7 @@ def scores(
 def rrf(a: Sequence[int], b: Sequence[int], k: int) -> Retrieval:
     """Reciprocal-rank fusion of two rankings with equal weights (what LangChain's
     ``EnsembleRetriever`` does), top ``k``; ties keep the first ranking's order."""
-    score: dict[int, float] = {}
-    for ranking in (a, b):
-        for rank, item in enumerate(ranking):
-            score[item] = score.get(item, 0.0) + 1.0 / (RRF_C + rank + 1)
+    score = rrf_scores(a, b)
     order = sorted(score, key=lambda i: -score[i])
     return Retrieval(order[:k])
 

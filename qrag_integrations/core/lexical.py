@@ -172,6 +172,17 @@ def top_by_q_shared(
     ]
 
 
+def rrf_scores(*rankings: Sequence[int]) -> dict[int, float]:
+    """Reciprocal rank fusion of ``rankings`` (best first): each item's sum of
+    ``1 / (RRF_C + rank)`` over the rankings it is in (rank from 1), keyed in first-seen order, so
+    ``max`` and stable sorts break ties toward the first ranking's order."""
+    score: dict[int, float] = {}
+    for ranking in rankings:
+        for i, item in enumerate(ranking):
+            score[item] = score.get(item, 0.0) + 1.0 / (RRF_C + i + 1)
+    return score
+
+
 def fused_best(
     searcher: MultiStepSearcher,
     cands: IndexCandidates,
@@ -189,10 +200,7 @@ def fused_best(
         return None
     taken = set(picked)
     words = [int(r) for r in lexical if int(r) not in taken][:depth]
-    score: dict[int, float] = {}
-    for ranking in ([r for r, _, _ in dense], words):
-        for i, rank in enumerate(ranking):
-            score[rank] = score.get(rank, 0.0) + 1.0 / (RRF_C + i + 1)
+    score = rrf_scores([r for r, _, _ in dense], words)
     # first of equals: the Q ranking's order, so the best is one of ``dense`` (module docstring)
     best = max(score, key=score.__getitem__)
     return next(hit for hit in dense if hit[0] == best)

@@ -22,7 +22,7 @@ import sys
 import torch
 
 from qrag_integrations.core import search
-from qrag_integrations.core.lexical import RRF_C, top_by_q
+from qrag_integrations.core.lexical import rrf_scores, top_by_q
 
 WIDTH = int(os.environ.get("BEAM_WIDTH", "1"))
 MODE = os.environ.get("BEAM_SCORE", "logp")
@@ -45,10 +45,7 @@ def expansions(searcher, cands, words, state, picked, depth, fused, width):
         depth = LATER if picked and LATER else depth
         dense = every[:depth]
         lex = [int(r) for r in words if int(r) not in set(picked)][:depth]
-        score: dict[int, float] = {}
-        for ranking in ([r for r, _, _ in dense], lex):
-            for i, rank in enumerate(ranking):
-                score[rank] = score.get(rank, 0.0) + 1.0 / (RRF_C + i + 1)
+        score = rrf_scores([r for r, _, _ in dense], lex)
         in_q = {r: i for i, (r, _, _) in enumerate(dense)}
         best = sorted((r for r in score if r in in_q), key=lambda r: (-score[r], in_q[r]))
         order = [dense[in_q[r]] for r in best]
