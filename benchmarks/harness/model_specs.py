@@ -15,6 +15,7 @@ SETTINGS = {
     "max_state_tokens": int,
     "max_chunk_tokens": int,
     "position_mode": PositionMode,
+    "relative_step": int,
 }
 SEARCH_SETTINGS = {"lexical_depth": int, "lexical_steps": int}
 
