@@ -8,7 +8,9 @@ runs ``benchmarks.<general|babilong>.run`` with the remaining arguments:
     PYTHONPATH=training:. SUP_EPS=0.05 SUP_TAU=0.8 python \
         benchmarks/general/results/explore_gate/supersede.py general --model ... --out ...
 
-``SUP_EPS`` unset: the shipped search (the patch picks what it picks).
+``SUP_EPS`` unset: the shipped search (the patch picks what it picks). ``SUP_TERMS=1``: only a
+later chunk holding every BM25 term that the pick shares with the state text (question and
+earlier picks; none shared: no replacement) may replace it.
 """
 
 import math
@@ -18,17 +20,26 @@ import sys
 import torch
 
 from qrag_integrations.core import search
-from qrag_integrations.core.lexical import fused_best, top_by_q
+from qrag_integrations.core.lexical import bm25_query, fused_best, top_by_q
 
 EPS = float(os.environ.get("SUP_EPS", "nan"))
 TAU = float(os.environ.get("SUP_TAU", "0.8"))
 POOL = int(os.environ.get("SUP_POOL", "32"))
+TERMS = os.environ.get("SUP_TERMS", "0") == "1"
 
 
-def supersede(self, cands, plain, state, picked, pick):
+def terms(text):
+    """``text``'s BM25 terms (bm25s, English stop words), as a set."""
+    return set(bm25_query(text)[0])
+
+
+def supersede(self, cands, plain, state, picked, pick, state_text):
     """The pick after the rule: ``pick`` or a later near-duplicate of it with a close Q."""
     rank, q, _ = pick
     if math.isnan(EPS):
+        return pick
+    shared = terms(state_text) & terms(cands.chunk(rank).text) if TERMS else set()
+    if TERMS and not shared:
         return pick
     doc = cands.chunk(rank).doc_id
     close = [
@@ -40,7 +51,11 @@ def supersede(self, cands, plain, state, picked, pick):
         return pick
     emb = torch.nn.functional.normalize(plain.float(), dim=-1)
     sims = emb[[r for r, _, _ in close]] @ emb[rank]
-    later = [c for c, s in zip(close, sims.tolist()) if s >= TAU]
+    later = [
+        c
+        for c, s in zip(close, sims.tolist())
+        if s >= TAU and shared <= terms(cands.chunk(c[0]).text)
+    ]
     return max(later) if later else pick
 
 
@@ -73,7 +88,8 @@ def search_each(self, queries, indexes, k, stop_threshold=None):
                 pick = fused_best(self, cands[b], words[b], state, picked[b], depth)
             else:
                 pick = top_by_q(self, cands[b], state, picked[b], 1)[0]
-            rank, q, pos = supersede(self, cands[b], plain[b], state, picked[b], pick)
+            text = self._state_text(queries[b], cands[b], picked[b])
+            rank, q, pos = supersede(self, cands[b], plain[b], state, picked[b], pick, text)
             picked[b].append(rank)
             results[b].append(
                 search.Hit(cands[b].chunk(rank), step, q, cands[b].position(rank, pos))
