@@ -8,10 +8,17 @@ from qrag_integrations.core.config import PositionMode
 from qrag_integrations.core.model import QRAGModel
 from qrag_integrations.core.search import SearchSettings
 
+
+def _optional_float(value: str) -> float | None:
+    return None if value.lower() == "none" else float(value)
+
+
 #: Search settings a model spec may change (they are read at search time, not trained in): the
 #: model's config fields, then the fields of the search itself (SearchSettings).
 SETTINGS = {
     "question_weight": float,
+    "supersede_margin": _optional_float,
+    "supersede_similarity": float,
     "max_state_tokens": int,
     "max_chunk_tokens": int,
     "position_mode": PositionMode,

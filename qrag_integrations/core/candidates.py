@@ -89,7 +89,7 @@ class DocumentRotation:
             chunks = [snap.chunks[int(r)] for r in plain.rows]
             fixed, runs, rotated = _document_layout(chunks, plain.emb, self.config)
             emb = plain.emb if rotated is None else rotated
-            return IndexCandidates(snap, plain.rows, emb, fixed, runs)
+            return IndexCandidates(snap, plain.rows, emb, fixed, runs, plain.emb)
 
         def build() -> tuple[np.ndarray, Runs | None, torch.Tensor | None]:
             return _document_layout(snap.chunks, snap.embeddings, self.config)
@@ -97,7 +97,9 @@ class DocumentRotation:
         fixed, runs, rotated = self._slot.get(snap.embeddings, build) if keep else build()
         if rotated is None:
             return IndexCandidates(snap, None, snap.embeddings, fixed, runs)
-        return IndexCandidates(Snapshot(snap.chunks, rotated), None, rotated, fixed)
+        return IndexCandidates(
+            Snapshot(snap.chunks, rotated), None, rotated, fixed, plain=snap.embeddings
+        )
 
 
 class CandidateSet(Protocol):
@@ -133,6 +135,13 @@ class IndexCandidates:
     runs: Runs | None = None
     """Document position mode on unrotated ``emb``: the runs ``(start, stop, position)`` of equal
     fixed positions, the layout every step scores (``None``: the mode's own layout)."""
+    plain: torch.Tensor | None = None
+    """The candidates' stored (unrotated) embeddings where ``emb`` is a rotated copy."""
+
+    @property
+    def unrotated(self) -> torch.Tensor:
+        """The candidates' embeddings as stored (no document-position rotation)."""
+        return self.emb if self.plain is None else self.plain
 
     @classmethod
     def of(cls, snap: Snapshot, filter: MetadataFilter | None) -> IndexCandidates:

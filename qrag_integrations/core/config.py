@@ -100,6 +100,13 @@ class QRAGConfig:
     """How many first steps of a search fuse BM25 when ``lexical_depth`` is on
     (``SearchSettings.lexical_steps`` overrides it); ``None``: every step. BM25 ranks by the bare
     question, which finds a question's first fact but not the next hop."""
+    supersede_margin: float | None = None
+    """A later restatement supersedes a pick (:mod:`~qrag_integrations.core.supersede`): the
+    latest chunk of the pick's document after it whose Q-value is within this margin of the
+    pick's (and similar, sharing its terms) replaces it; ``SearchSettings.supersede`` switches it.
+    ``None``: off. The default checkpoint sets 0.05, chosen on validation."""
+    supersede_similarity: float = 0.8
+    """Least cosine of two chunk embeddings for one to restate the other (``supersede_margin``)."""
     trainable_layers: int | None = None
     """If set, only the top N transformer layers of each encoder are trained and saved (small
     checkpoints over a locally installed base); ``None`` trains and saves whole encoders."""
@@ -128,6 +135,11 @@ class QRAGConfig:
             raise ValueError(f"lexical_depth must be None or >= 1, got {self.lexical_depth}")
         if self.lexical_steps is not None and self.lexical_steps < 1:
             raise ValueError(f"lexical_steps must be None or >= 1, got {self.lexical_steps}")
+        margin, similarity = self.supersede_margin, self.supersede_similarity
+        if margin is not None and (isinstance(margin, bool) or not margin >= 0):
+            raise ValueError(f"supersede_margin must be None or >= 0, got {margin!r}")
+        if isinstance(similarity, bool) or not -1.0 <= similarity <= 1.0:
+            raise ValueError(f"supersede_similarity must be in [-1, 1], got {similarity!r}")
         if self.trainable_layers is not None and self.trainable_layers < 1:
             raise ValueError(f"trainable_layers must be None or >= 1, got {self.trainable_layers}")
 

@@ -39,6 +39,7 @@ from qrag_integrations.core.scan import (
     top_k_shared,
     update_best,
 )
+from qrag_integrations.core.supersede import search_margin, superseding_pick
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,8 @@ class SearchSettings:
     lexical_steps: int | None = None
     """How many first steps fuse BM25; ``None``: the model's ``QRAGConfig.lexical_steps``
     (``None`` there: every step)."""
+    supersede: bool | None = None
+    """Later restatements supersede picks (:mod:`~qrag_integrations.core.supersede`); ``None``: the model's."""
 
     def __post_init__(self) -> None:
         check_scan(self.scan, self.rescore)
@@ -224,6 +227,7 @@ class MultiStepSearcher:
             for b in (active if depth is not None else [])
         }
         positions = self.model.config.position_mode.moves
+        margin = search_margin(self, candidates)
         for step in range(1, k + 1):
             active = [b for b in active if len(picked[b]) < candidates[b].n]
             if not active:
@@ -280,6 +284,14 @@ class MultiStepSearcher:
             else:
                 best = [
                     candidates[b].best(self, states[i], picked[b]) for i, b in enumerate(active)
+                ]
+            if margin is not None:  # every candidate set is an in-memory one (search_margin)
+                best = [
+                    pick
+                    and superseding_pick(
+                        self, candidates[b], states[i], picked[b], pick, texts[i], margin
+                    )  # type: ignore[arg-type]
+                    for i, (b, pick) in enumerate(zip(active, best))
                 ]
             still = []
             for pick, b in zip(best, active):

@@ -5,9 +5,8 @@ A thin layer over the framework-free core (:mod:`~qrag_integrations.core.model`,
 settings, the constructors and the one :meth:`QRAGRetriever.search`; the chunks live in a
 :class:`~qrag_integrations.core.corpus.Corpus` (an in-memory index, or a vector store searched in
 place: :class:`~qrag_integrations.stores.corpus.StoreCorpus`); what each
-framework calls is in :mod:`~qrag_integrations.frameworks.retriever_bases`, conversion between framework objects and
-chunks in :mod:`~qrag_integrations.frameworks.conversion`, save / load in
-:mod:`~qrag_integrations.core.persistence`.
+framework calls is in :mod:`~qrag_integrations.frameworks.retriever_bases`, conversion between
+framework objects and chunks in :mod:`~qrag_integrations.frameworks.conversion`, save / load in :mod:`~qrag_integrations.core.persistence`.
 """
 
 from __future__ import annotations
@@ -108,6 +107,8 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
     """BM25 fusion depth in the model's lexical_steps (N by Q, N by BM25); None: model's; 0: off."""
     lexical_steps: int | None = Field(default=None, ge=1)
     """First steps that fuse BM25 when fusion is on; None: the model's own (every step if unset)."""
+    supersede: bool | None = None
+    """Later restatements supersede picks (``core.supersede``); None: the model's; False: off."""
     candidates_per_step: int = Field(default=64, ge=1)
     """Store-backed only (:meth:`from_store`): chunks asked from the store per step and re-scored
     exactly (the search is exact whenever they hold the exact arg-max)."""
@@ -204,6 +205,7 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
             rescore=self.rescore,
             lexical_depth=self.lexical_depth,
             lexical_steps=self.lexical_steps,
+            supersede=self.supersede,
         )
         self._corpus = IndexCorpus(model, index, settings)
         if texts is not None:

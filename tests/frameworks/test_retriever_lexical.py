@@ -1,4 +1,4 @@
-"""The retriever's BM25 fusion fields (``lexical_depth``, ``lexical_steps``) reach the core search."""
+"""The retriever's search fields (BM25 fusion: ``lexical_depth``, ``lexical_steps``; ``supersede``) reach the core search."""
 
 from __future__ import annotations
 
@@ -35,3 +35,21 @@ def test_bad_lexical_steps_is_refused_by_name(make_model) -> None:
     for bad in (0, -2):
         with pytest.raises(ValueError, match="lexical_steps"):
             QRAGRetriever(model=make_model("none"), lexical_steps=bad)
+
+
+def test_supersede_reaches_the_core_search(make_model) -> None:
+    import dataclasses
+
+    from qrag_integrations.core.model import QRAGModel
+
+    base = make_model("none")
+    model = QRAGModel.__new__(QRAGModel)
+    model.__dict__ = dict(base.__dict__)
+    model.config = dataclasses.replace(base.config, supersede_margin=1e6, supersede_similarity=-1)
+    results = {}
+    for flag in (None, False):
+        retriever = QRAGRetriever(model=model, texts=TEXTS, k=3, supersede=flag)
+        core = MultiStepSearcher(model, retriever.index, SearchSettings(supersede=flag))
+        results[flag] = [ids_of(retriever.invoke(q)) for q in QUERIES]
+        assert results[flag] == [[h.chunk.id for h in hits] for hits in core.search(QUERIES, k=3)]
+    assert results[None] != results[False]  # the model's rule is on unless switched off

@@ -1,0 +1,104 @@
+"""A later restatement supersedes a pick: the latest state of a changing fact.
+
+Text that records changes restates the same fact with a new value ("Mary went to the kitchen"
+... "Mary went to the garden"; a setting changed in a later release note; a plan revised later in
+a chat). Such restatements score nearly the same Q-value, and a policy that reads positions only
+weakly picks among them almost at random. After each pick ``p`` the search therefore takes, when
+there is one, the *latest* chunk ``c`` of ``p``'s document that restates it:
+
+- ``c`` comes after ``p`` in the document and is among Q's :data:`POOL` best untaken chunks;
+- ``Q(c) >= Q(p) - margin`` (``QRAGConfig.supersede_margin``);
+- the cosine of their chunk embeddings (unrotated) is at least ``QRAGConfig.supersede_similarity``;
+- ``c`` holds every BM25 term that ``p`` shares with the state text (question and earlier
+  picks); a pick that shares none is kept.
+
+The last condition keeps paragraphs of one article that merely look alike from replacing each
+other (on SQuAD validation the cosine alone cost 0.03-0.09 hit@1; the terms keep it within the
+paired interval, see ``benchmarks/general/results/explore_gate/``). The replacement is reported
+with its own exact Q-value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import torch
+
+from qrag_integrations.core.candidates import CandidateSet, IndexCandidates
+from qrag_integrations.core.lexical import bm25_query, top_by_q
+
+if TYPE_CHECKING:
+    from qrag_integrations.core.search import MultiStepSearcher
+
+#: Q's best untaken chunks that may replace a pick (the validated setting; restatements within
+#: the margin rank near the pick).
+POOL = 32
+
+#: The margin of ``SearchSettings(supersede=True)`` for a model whose config sets none (the
+#: default checkpoint's, chosen on validation).
+DEFAULT_MARGIN = 0.05
+
+
+def terms(text: str) -> set[str]:
+    """``text``'s BM25 terms (bm25s tokens, English stop words removed), as a set."""
+    return set(bm25_query(text)[0])
+
+
+def search_margin(searcher: MultiStepSearcher, candidates: Sequence[CandidateSet]) -> float | None:
+    """The margin a search supersedes picks with, ``None`` where it does not: off in the settings
+    (``SearchSettings.supersede=False``) or the model (no ``supersede_margin``, unless the
+    settings turn it on: then :data:`DEFAULT_MARGIN`), or candidates that are not an in-memory
+    index's, or a scan that is not exact (each pick costs one more exact scan of the question's
+    candidates, which FAISS pre-selection and compact scans are there to avoid)."""
+    flag, margin = searcher.settings.supersede, searcher.model.config.supersede_margin
+    if flag is False or (flag is None and margin is None):
+        return None
+    in_memory = all(isinstance(c, IndexCandidates) for c in candidates)
+    exact = searcher._compact is None or searcher._compact.exact_alone
+    if not in_memory or not exact or searcher.settings.faiss_candidates is not None:
+        return None
+    return DEFAULT_MARGIN if margin is None else margin
+
+
+def superseding_pick(
+    searcher: MultiStepSearcher,
+    cands: IndexCandidates,
+    state: torch.Tensor,
+    picked: list[int],
+    pick: tuple[int, float, int],
+    state_text: str,
+    margin: float,
+) -> tuple[int, float, int]:
+    """``pick`` (``(rank, Q, position)``), or the latest later restatement of it in its document.
+
+    Args:
+        searcher: the search (its model's ``supersede_similarity``).
+        cands: the question's candidates (ranks in document order).
+        state: the (anchored) state embedding the pick was scored with.
+        picked: ranks picked before this step.
+        pick: the step's pick.
+        state_text: the state text of this step (question and earlier picks).
+        margin: how far below the pick's Q-value a restatement may score.
+    """
+    cfg = searcher.model.config
+    rank, q, _ = pick
+    shared = terms(state_text) & terms(cands.chunk(rank).text)
+    if not shared:
+        return pick
+    doc = cands.chunk(rank).doc_id
+    close = [
+        hit
+        for hit in top_by_q(searcher, cands, state, picked, POOL)
+        if hit[0] > rank and hit[1] >= q - margin and cands.chunk(hit[0]).doc_id == doc
+    ]
+    if not close:
+        return pick
+    plain = torch.nn.functional.normalize(cands.unrotated.float(), dim=-1)
+    similar = plain[[r for r, _, _ in close]] @ plain[rank]
+    later = [
+        hit
+        for hit, s in zip(close, similar.tolist())
+        if s >= cfg.supersede_similarity and shared <= terms(cands.chunk(hit[0]).text)
+    ]
+    return max(later) if later else pick

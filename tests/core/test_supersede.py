@@ -1,0 +1,171 @@
+"""Later restatements supersede picks (``supersede_margin``): the search against a brute-force loop
+of its definition, and the switches."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import bm25s
+import pytest
+import torch
+from search_reference import as_tuples, assert_same, brute_force, step_q_values
+
+from qrag_integrations.core.config import PositionMode, QRAGConfig
+from qrag_integrations.core.index import ChunkIndex
+from qrag_integrations.core.model import QRAGModel
+from qrag_integrations.core.positions import document_positions, rotate
+from qrag_integrations.core.search import MultiStepSearcher, SearchSettings
+from qrag_integrations.core.supersede import DEFAULT_MARGIN, POOL
+
+PEOPLE = ["mary", "john", "sandra", "daniel"]
+PLACES = ["kitchen", "garden", "office", "hallway", "bathroom"]
+TEXTS = [f"{PEOPLE[i % 4]} went to the {PLACES[(2 * i) % 5]}" for i in range(20)]
+DOCS = ["story" if i < 14 else "other" for i in range(20)]
+QUERIES = ["where is mary", "where is john", "where is daniel the hallway", "nothing"]
+
+
+def story_index() -> ChunkIndex:
+    index = ChunkIndex(32)
+    emb = torch.randn(len(TEXTS), 32, generator=torch.Generator().manual_seed(3))
+    index.add(TEXTS, emb, ids=[f"s{i}" for i in range(len(TEXTS))], doc_ids=DOCS)
+    return index
+
+
+def with_rule(model: QRAGModel, margin: float | None, similarity: float) -> QRAGModel:
+    """The same weights under a config with these supersede settings (search reads the config)."""
+    clone = QRAGModel.__new__(QRAGModel)
+    clone.__dict__ = dict(model.__dict__)
+    clone.config = dataclasses.replace(
+        model.config, supersede_margin=margin, supersede_similarity=similarity
+    )
+    return clone
+
+
+def terms(text: str) -> set[str]:
+    return set(bm25s.tokenize([text], stopwords="en", return_ids=False, show_progress=False)[0])
+
+
+def reference(model: QRAGModel, index: ChunkIndex, query: str, k: int, margin: float):
+    """Per step: the arg-max by exact Q, then the latest chunk of its document after it among Q's
+    POOL best untaken with Q within ``margin``, cosine >= the config's similarity and every term
+    the pick shares with the state text."""
+    cfg = model.config
+    snap = index.snapshot()
+    chunks, plain = snap.chunks, snap.embeddings.float()
+    emb, fixed = plain, None
+    if cfg.position_mode is PositionMode.DOCUMENT:
+        fixed = document_positions([c.doc_id for c in chunks], cfg.relative_step, cfg.relative_span)
+        emb = rotate(
+            emb, torch.from_numpy(fixed), cfg.rope_theta, max_frequency=cfg.rope_max_frequency
+        )
+    texts = [c.text for c in chunks]
+    unit = torch.nn.functional.normalize(plain, dim=-1)
+    picked: list[int] = []
+    out = []
+    for step in range(1, min(k, len(chunks)) + 1):
+        q, pos = step_q_values(model, query, texts, emb, picked)
+        best = int(q.argmax())
+        state_text = model.state_text(query, [texts[r] for r in picked], picked_order=picked)
+        shared = terms(state_text) & terms(texts[best])
+        pool = torch.topk(q, min(POOL, len(chunks) - len(picked))).indices.tolist()
+        later = [
+            r
+            for r in pool
+            if shared
+            and r > best
+            and chunks[r].doc_id == chunks[best].doc_id
+            and float(q[r]) >= float(q[best]) - margin
+            and float(unit[r] @ unit[best]) >= cfg.supersede_similarity
+            and shared <= terms(texts[r])
+        ]
+        best = max(later, default=best)
+        where = pos if fixed is None else fixed
+        out.append((chunks[best].id, step, float(q[best]), int(where[best])))
+        picked.append(best)
+    return out
+
+
+@pytest.mark.parametrize("mode", ["none", "relative", "document", "document-anchored"])
+@pytest.mark.parametrize(("margin", "similarity"), [(0.05, 0.8), (1e6, -1.0), (0.5, 0.0)])
+def test_matches_the_reference(make_model, mode: str, margin: float, similarity: float) -> None:
+    model = with_rule(make_model(mode), margin, similarity)
+    index = story_index()
+    hits = MultiStepSearcher(model, index).search(QUERIES, k=4)
+    for query, got in zip(QUERIES, hits):
+        assert_same(as_tuples(got), reference(model, index, query, 4, margin))
+
+
+def test_a_restated_pick_becomes_its_latest_restatement(make_model) -> None:
+    # any margin and similarity: whichever line the policy picks first, it names mary, so the
+    # last line of the story about mary replaces it; the other document's line does not
+    texts = [f"mary went to the {p}" for p in PLACES] + ["mary went to the cinema"]
+    index = ChunkIndex(32)
+    emb = torch.randn(len(texts), 32, generator=torch.Generator().manual_seed(4))
+    ids = [f"m{i}" for i in range(len(texts))]
+    index.add(texts, emb, ids=ids, doc_ids=["story"] * 5 + ["news"])
+    model = with_rule(make_model("document"), 1e6, -1.0)
+    plain = MultiStepSearcher(make_model("document"), index).search(["where is mary"], k=1)[0]
+    hit = MultiStepSearcher(model, index).search(["where is mary"], k=1)[0][0]
+    assert hit.chunk.id == ("m5" if plain[0].chunk.id == "m5" else "m4")
+
+
+def test_off_without_a_margin_and_switched_by_the_settings(make_model) -> None:
+    base = make_model("document")
+    index = story_index()
+    plain = [as_tuples(h) for h in MultiStepSearcher(base, index).search(QUERIES, k=3)]
+    assert plain == [
+        as_tuples(h)
+        for h in MultiStepSearcher(base, index, SearchSettings(supersede=False)).search(
+            QUERIES, k=3
+        )
+    ]
+    for query, got in zip(QUERIES, plain):
+        assert_same(got, brute_force(base, index, query, 3))
+    ruled = with_rule(base, 1e6, -1.0)
+    off = MultiStepSearcher(ruled, index, SearchSettings(supersede=False)).search(QUERIES, k=3)
+    assert [as_tuples(h) for h in off] == plain
+    on = MultiStepSearcher(base, index, SearchSettings(supersede=True)).search(QUERIES, k=3)
+    default_rule = with_rule(base, DEFAULT_MARGIN, base.config.supersede_similarity)
+    for query, got in zip(QUERIES, on):
+        assert_same(as_tuples(got), reference(default_rule, index, query, 3, DEFAULT_MARGIN))
+
+
+def test_the_rule_changes_picks(make_model) -> None:
+    base = make_model("none")
+    index = story_index()
+    plain = MultiStepSearcher(base, index).search(QUERIES, k=3)
+    ruled = MultiStepSearcher(with_rule(base, 1e6, -1.0), index).search(QUERIES, k=3)
+    assert [as_tuples(h) for h in ruled] != [as_tuples(h) for h in plain]
+
+
+def test_not_applied_with_a_compact_scan_or_faiss(make_model) -> None:
+    base = make_model("none")
+    ruled = with_rule(base, 1e6, -1.0)
+    index = story_index()
+    for settings in (
+        SearchSettings(scan="int8", rescore=400),
+        SearchSettings(faiss_candidates=5, faiss_min_size=1),
+    ):
+        got = MultiStepSearcher(ruled, index, settings).search(QUERIES, k=2)
+        want = MultiStepSearcher(base, index, settings).search(QUERIES, k=2)
+        assert [as_tuples(h) for h in got] == [as_tuples(h) for h in want]
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("supersede_margin", -0.1, "supersede_margin must be None or >= 0"),
+        ("supersede_margin", True, "supersede_margin must be None or >= 0"),
+        ("supersede_similarity", 1.5, r"supersede_similarity must be in \[-1, 1\]"),
+    ],
+)
+def test_bad_settings_are_named(field: str, value: object, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        QRAGConfig(**{field: value})
+
+
+def test_saved_configs_without_the_fields_load_with_the_rule_off() -> None:
+    data = QRAGConfig().to_dict()
+    del data["supersede_margin"], data["supersede_similarity"]
+    loaded = QRAGConfig.from_dict(data)
+    assert loaded.supersede_margin is None and loaded.supersede_similarity == 0.8
