@@ -188,6 +188,13 @@ def main() -> None:
         help="first steps that fuse BM25, saved as the model's own (QRAGConfig.lexical_steps)",
     )
     p.add_argument(
+        "--supersede-margin",
+        type=float,
+        default=None,
+        help="later restatements supersede picks within this Q margin, saved as the model's own "
+        "(QRAGConfig.supersede_margin; default: the source's)",
+    )
+    p.add_argument(
         "--training-notes",
         type=Path,
         default=None,
@@ -204,6 +211,8 @@ def main() -> None:
     model.config.lexical_steps = args.lexical_steps
     if args.question_weight is not None:
         model.config.question_weight = args.question_weight
+    if args.supersede_margin is not None:
+        model.config.supersede_margin = args.supersede_margin
     notes = card_notes(
         [v for v in args.val if v.exists()],
         args.val_name,
