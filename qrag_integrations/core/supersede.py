@@ -94,8 +94,10 @@ def superseding_pick(
     ]
     if not close:
         return pick
-    plain = torch.nn.functional.normalize(cands.unrotated.float(), dim=-1)
-    similar = plain[[r for r, _, _ in close]] @ plain[rank]
+    # only the rows compared, never the whole matrix (a copy of every embedding per pick)
+    rows = torch.tensor([rank] + [r for r, _, _ in close], device=cands.unrotated.device)
+    unit = torch.nn.functional.normalize(cands.unrotated[rows].float(), dim=-1)
+    similar = unit[1:] @ unit[0]
     later = [
         hit
         for hit, s in zip(close, similar.tolist())

@@ -1,0 +1,110 @@
+"""What the supersede rule (``QRAGConfig.supersede_margin``) costs a search: the default model's
+k-step search of one question with ``SearchSettings(supersede=True)`` and ``False``, side by side
+(order alternating per query), over the synthetic corpus of ``search/run.py`` (real Shakespeare
+texts, random embeddings at real norms) laid out as one document or as documents of 50 chunks.
+
+Each pick whose text shares a term with the state costs one more exact scan of the candidates
+(Q's 32 best); the queries are corpus lines, so most picks share terms. Reported per layout: the
+median milliseconds of each side, their ratio, and how many picks the rule replaced.
+
+    python -m benchmarks.search.supersede_cost --sizes 100000,400000 --queries 20 \\
+        --out benchmarks/search/results/supersede_cost.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import torch
+
+from benchmarks.harness import results as harness
+from benchmarks.harness.texts import shakespeare_sentences
+from benchmarks.search.corpus import make_embeddings, make_texts, measure_real_norms
+from qrag_integrations import load_model
+from qrag_integrations.core import supersede
+from qrag_integrations.core.index import ChunkIndex
+from qrag_integrations.core.search import MultiStepSearcher, SearchSettings
+
+DOC_CHUNKS = 50  # chunks per document in the "many documents" layout
+SCANS = [0]  # the rule's extra scans (picks that share a term with the state), counted below
+
+
+def _counted(*args, **kwargs):
+    SCANS[0] += 1
+    return _TOP_BY_Q(*args, **kwargs)
+
+
+_TOP_BY_Q = supersede.top_by_q
+supersede.top_by_q = _counted  # instrumentation only: the same function, counted
+
+
+def measure(model, index: ChunkIndex, queries: list[str], k: int) -> dict:
+    on = MultiStepSearcher(model, index, SearchSettings(supersede=True))
+    off = MultiStepSearcher(model, index, SearchSettings(supersede=False))
+    on.search(queries[:1], k=k)  # builds the layout, BM25 and rotated copy once for both
+    off.search(queries[:1], k=k)
+    times = {"on": [], "off": []}
+    replaced, SCANS[0] = 0, 0
+    for i, q in enumerate(queries):
+        hits = {}
+        for side in ("on", "off") if i % 2 == 0 else ("off", "on"):
+            searcher = on if side == "on" else off
+            start = time.perf_counter()
+            hits[side] = searcher.search([q], k=k)[0]
+            times[side].append((time.perf_counter() - start) * 1000)
+        replaced += sum(a.chunk.id != b.chunk.id for a, b in zip(hits["on"], hits["off"]))
+    on_ms, off_ms = statistics.median(times["on"]), statistics.median(times["off"])
+    return {
+        "ms_on": round(on_ms, 2),
+        "ms_off": round(off_ms, 2),
+        "ratio": round(on_ms / off_ms, 3),
+        "picks_differing": replaced,
+        "extra_scans": SCANS[0],
+        "picks": k * len(queries),
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--checkpoint", default="packaged:qrag-general-minilm")
+    p.add_argument("--sizes", default="100000,400000")
+    p.add_argument("--queries", type=int, default=20)
+    p.add_argument("--k", type=int, default=3)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--out", default="benchmarks/search/results/supersede_cost.json")
+    args = p.parse_args(argv)
+    harness.set_threads(args.threads)
+    model = load_model(args.checkpoint).eval()
+    lines = shakespeare_sentences(5000, seed=0)
+    with torch.inference_mode():
+        norms = measure_real_norms(model, lines)
+    queries = lines[1000 : 1000 + args.queries]
+    out = {
+        "benchmark": "supersede_cost",
+        "checkpoint": args.checkpoint,
+        "k": args.k,
+        "queries": args.queries,
+        "results": [],
+    }
+    for n in (int(s) for s in args.sizes.split(",")):
+        texts = make_texts(n, lines)
+        emb = make_embeddings(n, model.embedding_dim, norms, seed=0)
+        for layout in ("one document", f"documents of {DOC_CHUNKS}"):
+            index = ChunkIndex(model.embedding_dim)
+            docs = (
+                ["d"] * n if layout == "one document" else [f"d{i // DOC_CHUNKS}" for i in range(n)]
+            )
+            index.add(texts, emb, doc_ids=docs)
+            row = {"n": n, "layout": layout, **measure(model, index, queries, args.k)}
+            print(row, flush=True)
+            out["results"].append(row)
+            del index
+    out |= harness.provenance(argv, args.threads)
+    harness.write_json(args.out, out)
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
