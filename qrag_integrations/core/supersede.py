@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from qrag_integrations.core.candidates import CandidateSet, IndexCandidates
+from qrag_integrations.core.errors import QRAGError
 from qrag_integrations.core.lexical import bm25_query, top_by_q
 
 if TYPE_CHECKING:
@@ -46,19 +47,31 @@ def terms(text: str) -> set[str]:
 
 
 def search_margin(searcher: MultiStepSearcher, candidates: Sequence[CandidateSet]) -> float | None:
-    """The margin a search supersedes picks with, ``None`` where it does not: off in the settings
-    (``SearchSettings.supersede=False``) or the model (no ``supersede_margin``, unless the
-    settings turn it on: then :data:`DEFAULT_MARGIN`), or candidates that are not an in-memory
-    index's, or a scan that is not exact (each pick costs one more exact scan of the question's
-    candidates, which FAISS pre-selection and compact scans are there to avoid)."""
+    """The margin a search supersedes picks with, ``None`` where it does not.
+
+    ``SearchSettings.supersede=False``: never. ``True``: always (the model's margin, else
+    :data:`DEFAULT_MARGIN`), each pick paying one more exact scan whatever the scan setting.
+    ``None``: the model's ``supersede_margin`` where the search scans exactly (no compact scan, no
+    FAISS pre-selection, which are there to avoid exact scans).
+
+    Raises:
+        QRAGError: ``supersede`` is not a bool or ``None``, or it is ``True`` for candidates that
+            are not an in-memory index's (a store-backed search).
+    """
     flag, margin = searcher.settings.supersede, searcher.model.config.supersede_margin
+    if not (flag is None or isinstance(flag, bool)):
+        raise QRAGError(f"supersede must be True, False or None, got {flag!r}")
     if flag is False or (flag is None and margin is None):
         return None
     in_memory = all(isinstance(c, IndexCandidates) for c in candidates)
+    if flag:
+        if not in_memory:
+            raise QRAGError("supersede=True searches an in-memory index only")
+        return DEFAULT_MARGIN if margin is None else margin
     exact = searcher._compact is None or searcher._compact.exact_alone
     if not in_memory or not exact or searcher.settings.faiss_candidates is not None:
         return None
-    return DEFAULT_MARGIN if margin is None else margin
+    return margin
 
 
 def superseding_pick(

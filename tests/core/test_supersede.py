@@ -11,11 +11,12 @@ import torch
 from search_reference import as_tuples, assert_same, brute_force, step_q_values
 
 from qrag_integrations.core.config import PositionMode, QRAGConfig
+from qrag_integrations.core.errors import QRAGError
 from qrag_integrations.core.index import ChunkIndex
 from qrag_integrations.core.model import QRAGModel
 from qrag_integrations.core.positions import document_positions, rotate
 from qrag_integrations.core.search import MultiStepSearcher, SearchSettings
-from qrag_integrations.core.supersede import DEFAULT_MARGIN, POOL
+from qrag_integrations.core.supersede import DEFAULT_MARGIN, POOL, search_margin
 
 PEOPLE = ["mary", "john", "sandra", "daniel"]
 PLACES = ["kitchen", "garden", "office", "hallway", "bathroom"]
@@ -136,6 +137,21 @@ def test_the_rule_changes_picks(make_model) -> None:
     plain = MultiStepSearcher(base, index).search(QUERIES, k=3)
     ruled = MultiStepSearcher(with_rule(base, 1e6, -1.0), index).search(QUERIES, k=3)
     assert [as_tuples(h) for h in ruled] != [as_tuples(h) for h in plain]
+
+
+def test_explicitly_on_with_a_compact_scan_and_refused_for_a_store(make_model) -> None:
+    base = make_model("none")
+    index = story_index()
+    compact = SearchSettings(scan="int8", rescore=400, supersede=True)
+    got = MultiStepSearcher(base, index, compact).search(QUERIES, k=3)
+    rule = with_rule(base, DEFAULT_MARGIN, base.config.supersede_similarity)
+    for query, hits in zip(QUERIES, got):
+        assert_same(as_tuples(hits), reference(rule, index, query, 3, DEFAULT_MARGIN))
+    searcher = MultiStepSearcher(base, index, SearchSettings(supersede=True))
+    with pytest.raises(QRAGError, match="in-memory index only"):
+        search_margin(searcher, [object()])  # type: ignore[list-item]
+    with pytest.raises(QRAGError, match="supersede must be True, False or None"):
+        MultiStepSearcher(base, index, SearchSettings(supersede="yes")).search(QUERIES, k=1)  # type: ignore[arg-type]
 
 
 def test_not_applied_with_a_compact_scan_or_faiss(make_model) -> None:
