@@ -3,6 +3,8 @@ the in-memory search (tests/core) and the store-backed search (tests/stores)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -47,6 +49,34 @@ def random_index(n: int = N, seed: int = 0, dtype: torch.dtype = torch.float32) 
     return index
 
 
+def with_config(model: QRAGModel, **changes: object) -> QRAGModel:
+    """The same weights (shared, not copied) under a config with ``changes``: the search reads
+    its settings from ``model.config``."""
+    clone = QRAGModel.__new__(QRAGModel)
+    clone.__dict__ = dict(model.__dict__)
+    clone.config = dataclasses.replace(model.config, **changes)
+    return clone
+
+
+def searched_chunks(model: QRAGModel, index: ChunkIndex, rows: list[int] | None = None):
+    """``(chunks, embeddings as scored, fixed positions)`` of the searched rows (all by default):
+    in document mode the embeddings are rotated by each chunk's fixed position (a hit reports it),
+    else as stored and ``fixed`` is ``None``."""
+    snap = index.snapshot()
+    rows = list(range(len(snap))) if rows is None else rows
+    chunks = [snap.chunks[r] for r in rows]
+    emb = snap.embeddings[rows].float()
+    cfg = model.config
+    fixed = None
+    if cfg.position_mode is PositionMode.DOCUMENT:  # fixed positions among the searched chunks
+        ids = [c.doc_id for c in chunks]
+        fixed = document_positions(ids, cfg.relative_step, cfg.relative_span)
+        emb = rotate(
+            emb, torch.from_numpy(fixed), cfg.rope_theta, max_frequency=cfg.rope_max_frequency
+        )
+    return chunks, emb, fixed
+
+
 def brute_force(
     model: QRAGModel,
     index: ChunkIndex,
@@ -57,19 +87,8 @@ def brute_force(
 ) -> list[tuple[str, int, float, int]]:
     """Per step: state text -> embed_states -> q_values at the current layout -> arg-max over the
     unpicked chunks. Returns (chunk id, step, Q, position) per pick."""
-    snap = index.snapshot()
-    rows = list(range(len(snap))) if rows is None else rows
-    chunks = [snap.chunks[r] for r in rows]
-    emb = snap.embeddings[rows].float()
-    cfg = model.config
-    fixed = None  # document mode: a hit reports its fixed position
-    if cfg.position_mode is PositionMode.DOCUMENT:  # fixed positions among the searched chunks
-        ids = [c.doc_id for c in chunks]
-        fixed = document_positions(ids, cfg.relative_step, cfg.relative_span)
-        emb = rotate(
-            emb, torch.from_numpy(fixed), cfg.rope_theta, max_frequency=cfg.rope_max_frequency
-        )
-    n = len(rows)
+    chunks, emb, fixed = searched_chunks(model, index, rows)
+    n = len(chunks)
     picked: list[int] = []
     out = []
     for step in range(1, min(k, n) + 1):

@@ -102,6 +102,20 @@ class DocumentRotation:
         )
 
 
+def all_in_memory(candidates: Sequence[object]) -> bool:
+    """Whether every candidate set is an in-memory index's (:class:`IndexCandidates`)."""
+    return all(isinstance(c, IndexCandidates) for c in candidates)
+
+
+def own_settings_apply(searcher: MultiStepSearcher, candidates: Sequence[object]) -> bool:
+    """Whether a model's own search-time extras (BM25 fusion, superseding) apply: in-memory
+    candidates and exact steps (no compact scan but one that scans a lone question exactly, no
+    FAISS pre-selection: those are there to avoid the exact scans the extras make)."""
+    compact = searcher._compact
+    exact = (compact is None or compact.exact_alone) and searcher.settings.faiss_candidates is None
+    return exact and all_in_memory(candidates)
+
+
 class CandidateSet(Protocol):
     """The chunks one question searches, as the search loop sees them: how many there are, the
     chunk at a document-order rank, and the best unpicked one for a state."""

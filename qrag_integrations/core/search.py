@@ -15,7 +15,13 @@ from dataclasses import dataclass
 
 import torch
 
-from qrag_integrations.core.candidates import CandidateSet, DocumentRotation, IndexCandidates
+from qrag_integrations.core.candidates import (
+    CandidateSet,
+    DocumentRotation,
+    IndexCandidates,
+    all_in_memory,
+    own_settings_apply,
+)
 from qrag_integrations.core.chunks import Chunk, MetadataFilter
 from qrag_integrations.core.compact_scan import EXACT, best_compact, check_scan, compact_scanner
 from qrag_integrations.core.config import PositionMode
@@ -39,7 +45,7 @@ from qrag_integrations.core.scan import (
     top_k_shared,
     update_best,
 )
-from qrag_integrations.core.supersede import search_margin, superseding_pick
+from qrag_integrations.core.supersede import search_margin, superseded
 
 
 @dataclass(frozen=True)
@@ -285,14 +291,8 @@ class MultiStepSearcher:
                 best = [
                     candidates[b].best(self, states[i], picked[b]) for i, b in enumerate(active)
                 ]
-            if margin is not None:  # every candidate set is an in-memory one (search_margin)
-                best = [
-                    pick
-                    and superseding_pick(
-                        self, candidates[b], states[i], picked[b], pick, texts[i], margin
-                    )  # type: ignore[arg-type]
-                    for i, (b, pick) in enumerate(zip(active, best))
-                ]
+            if margin is not None:
+                best = superseded(self, candidates, active, states, picked, best, texts, margin)
             still = []
             for pick, b in zip(best, active):
                 if pick is None:  # nothing left that this question may get
@@ -313,15 +313,12 @@ class MultiStepSearcher:
     def _lexical_depth(self, candidates: Sequence[CandidateSet]) -> int | None:
         """This search's BM25 fusion depth: the settings' (0: none), else the model's where
         fusion can run (``None``: no fusion)."""
-        in_memory = all(isinstance(c, IndexCandidates) for c in candidates)
         explicit = self.settings.lexical_depth
         if explicit is not None:
-            if explicit and not in_memory:
+            if explicit and not all_in_memory(candidates):
                 raise QRAGError("lexical fusion (lexical_depth) searches an in-memory index only")
             return explicit or None
-        exact = self._compact is None or self._compact.exact_alone  # fusion scans exactly
-        exact = exact and self.settings.faiss_candidates is None
-        return self.model.config.lexical_depth if in_memory and exact else None
+        return self.model.config.lexical_depth if own_settings_apply(self, candidates) else None
 
     def _state_text(self, query: str, candidates: CandidateSet, picked: list[int]) -> str:
         return self.model.state_text(

@@ -25,7 +25,12 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from qrag_integrations.core.candidates import CandidateSet, IndexCandidates
+from qrag_integrations.core.candidates import (
+    CandidateSet,
+    IndexCandidates,
+    all_in_memory,
+    own_settings_apply,
+)
 from qrag_integrations.core.errors import QRAGError
 from qrag_integrations.core.lexical import bm25_query, top_by_q
 
@@ -63,15 +68,11 @@ def search_margin(searcher: MultiStepSearcher, candidates: Sequence[CandidateSet
         raise QRAGError(f"supersede must be True, False or None, got {flag!r}")
     if flag is False or (flag is None and margin is None):
         return None
-    in_memory = all(isinstance(c, IndexCandidates) for c in candidates)
     if flag:
-        if not in_memory:
+        if not all_in_memory(candidates):
             raise QRAGError("supersede=True searches an in-memory index only")
         return DEFAULT_MARGIN if margin is None else margin
-    exact = searcher._compact is None or searcher._compact.exact_alone
-    if not in_memory or not exact or searcher.settings.faiss_candidates is not None:
-        return None
-    return margin
+    return margin if own_settings_apply(searcher, candidates) else None
 
 
 def superseding_pick(
@@ -117,3 +118,31 @@ def superseding_pick(
         if s >= cfg.supersede_similarity and shared <= terms(cands.chunk(hit[0]).text)
     ]
     return max(later) if later else pick
+
+
+def superseded(
+    searcher: MultiStepSearcher,
+    candidates: Sequence[CandidateSet],
+    active: list[int],
+    states: torch.Tensor,
+    picked: list[list[int]],
+    best: list[tuple[int, float, int] | None],
+    texts: list[str],
+    margin: float,
+) -> list[tuple[int, float, int] | None]:
+    """One step's picks after the rule: ``best[i]`` is question ``active[i]``'s pick (``None``:
+    nothing left), scored with ``states[i]`` from the state text ``texts[i]``; every candidate set
+    is an in-memory one (:func:`search_margin` returned ``margin``)."""
+    return [
+        pick
+        and superseding_pick(
+            searcher,
+            candidates[b],
+            states[i],
+            picked[b],
+            pick,
+            texts[i],
+            margin,  # type: ignore[arg-type]
+        )
+        for i, (b, pick) in enumerate(zip(active, best))
+    ]

@@ -3,18 +3,22 @@ of its definition, and the switches."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import bm25s
 import pytest
 import torch
-from search_reference import as_tuples, assert_same, brute_force, step_q_values
+from search_reference import (
+    as_tuples,
+    assert_same,
+    brute_force,
+    searched_chunks,
+    step_q_values,
+    with_config,
+)
 
-from qrag_integrations.core.config import PositionMode, QRAGConfig
+from qrag_integrations.core.config import QRAGConfig
 from qrag_integrations.core.errors import QRAGError
 from qrag_integrations.core.index import ChunkIndex
 from qrag_integrations.core.model import QRAGModel
-from qrag_integrations.core.positions import document_positions, rotate
 from qrag_integrations.core.search import MultiStepSearcher, SearchSettings
 from qrag_integrations.core.supersede import DEFAULT_MARGIN, POOL, search_margin
 
@@ -34,12 +38,7 @@ def story_index() -> ChunkIndex:
 
 def with_rule(model: QRAGModel, margin: float | None, similarity: float) -> QRAGModel:
     """The same weights under a config with these supersede settings (search reads the config)."""
-    clone = QRAGModel.__new__(QRAGModel)
-    clone.__dict__ = dict(model.__dict__)
-    clone.config = dataclasses.replace(
-        model.config, supersede_margin=margin, supersede_similarity=similarity
-    )
-    return clone
+    return with_config(model, supersede_margin=margin, supersede_similarity=similarity)
 
 
 def terms(text: str) -> set[str]:
@@ -51,14 +50,8 @@ def reference(model: QRAGModel, index: ChunkIndex, query: str, k: int, margin: f
     POOL best untaken with Q within ``margin``, cosine >= the config's similarity and every term
     the pick shares with the state text."""
     cfg = model.config
-    snap = index.snapshot()
-    chunks, plain = snap.chunks, snap.embeddings.float()
-    emb, fixed = plain, None
-    if cfg.position_mode is PositionMode.DOCUMENT:
-        fixed = document_positions([c.doc_id for c in chunks], cfg.relative_step, cfg.relative_span)
-        emb = rotate(
-            emb, torch.from_numpy(fixed), cfg.rope_theta, max_frequency=cfg.rope_max_frequency
-        )
+    chunks, emb, fixed = searched_chunks(model, index)
+    plain = index.snapshot().embeddings.float()
     texts = [c.text for c in chunks]
     unit = torch.nn.functional.normalize(plain, dim=-1)
     picked: list[int] = []

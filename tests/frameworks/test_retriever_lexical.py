@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from search_reference import with_config
 
 from qrag_integrations import QRAGRetriever
 from qrag_integrations.core.search import MultiStepSearcher, SearchSettings
@@ -38,14 +39,7 @@ def test_bad_lexical_steps_is_refused_by_name(make_model) -> None:
 
 
 def test_supersede_reaches_the_core_search(make_model) -> None:
-    import dataclasses
-
-    from qrag_integrations.core.model import QRAGModel
-
-    base = make_model("none")
-    model = QRAGModel.__new__(QRAGModel)
-    model.__dict__ = dict(base.__dict__)
-    model.config = dataclasses.replace(base.config, supersede_margin=1e6, supersede_similarity=-1)
+    model = with_config(make_model("none"), supersede_margin=1e6, supersede_similarity=-1)
     results = {}
     for flag in (None, False):
         retriever = QRAGRetriever(model=model, texts=TEXTS, k=3, supersede=flag)
