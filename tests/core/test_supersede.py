@@ -45,10 +45,13 @@ def terms(text: str) -> set[str]:
     return set(bm25s.tokenize([text], stopwords="en", return_ids=False, show_progress=False)[0])
 
 
-def reference(model: QRAGModel, index: ChunkIndex, query: str, k: int, margin: float):
+def reference(
+    model: QRAGModel, index: ChunkIndex, query: str, k: int, margin: float, deliberate: bool = True
+):
     """Per step: the arg-max by exact Q, then the latest chunk of its document after it among Q's
     POOL best untaken with Q within ``margin``, cosine >= the config's similarity and every term
-    the pick shares with the state text."""
+    the pick shares with the state text, and (``deliberate``) before any taken chunk that meets the
+    last two conditions."""
     cfg = model.config
     chunks, emb, fixed = searched_chunks(model, index)
     plain = index.snapshot().embeddings.float()
@@ -62,15 +65,22 @@ def reference(model: QRAGModel, index: ChunkIndex, query: str, k: int, margin: f
         state_text = model.state_text(query, [texts[r] for r in picked], picked_order=picked)
         shared = terms(state_text) & terms(texts[best])
         pool = torch.topk(q, min(POOL, len(chunks) - len(picked))).indices.tolist()
+
+        def restates(r: int, best: int = best, shared: set[str] = shared) -> bool:
+            return (
+                chunks[r].doc_id == chunks[best].doc_id
+                and float(unit[r] @ unit[best]) >= cfg.supersede_similarity
+                and shared <= terms(texts[r])
+            )
+
+        taken = [r for r in picked if deliberate and r > best and restates(r)]
         later = [
             r
             for r in pool
             if shared
-            and r > best
-            and chunks[r].doc_id == chunks[best].doc_id
+            and best < r < min(taken, default=len(chunks))
             and float(q[r]) >= float(q[best]) - margin
-            and float(unit[r] @ unit[best]) >= cfg.supersede_similarity
-            and shared <= terms(texts[r])
+            and restates(r)
         ]
         best = max(later, default=best)
         where = pos if fixed is None else fixed
@@ -122,6 +132,17 @@ def test_off_without_a_margin_and_switched_by_the_settings(make_model) -> None:
     default_rule = with_rule(base, DEFAULT_MARGIN, base.config.supersede_similarity)
     for query, got in zip(QUERIES, on):
         assert_same(as_tuples(got), reference(default_rule, index, query, 3, DEFAULT_MARGIN))
+
+
+def test_a_taken_restatement_keeps_later_ones_from_replacing_an_earlier_pick(make_model) -> None:
+    # "where was X before Y": once the later line is taken, an earlier pick is deliberate
+    model = with_rule(make_model("none"), 1e6, -1.0)
+    index = story_index()
+    got = [as_tuples(h) for h in MultiStepSearcher(model, index).search(QUERIES, k=4)]
+    for query, hits in zip(QUERIES, got):
+        assert_same(hits, reference(model, index, query, 4, 1e6))
+    ignoring = [reference(model, index, query, 4, 1e6, deliberate=False) for query in QUERIES]
+    assert [[h[0] for h in hits] for hits in got] != [[h[0] for h in r] for r in ignoring]
 
 
 def test_the_rule_changes_picks(make_model) -> None:

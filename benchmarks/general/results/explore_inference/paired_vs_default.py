@@ -1,5 +1,9 @@
 """Each model of the given ``benchmarks.general`` JSON files minus the shipped greedy search on
-the same validation questions (``../round11_gpu/general_s64q1_val.json``), paired bootstrap."""
+the same validation questions (``../round11_gpu/general_s64q1_val.json``), paired bootstrap.
+
+``--supersede`` first: against the search with the supersede rule of session 43 instead
+(``../explore_gate/product_val.json`` and ``supt_0.05_0.8_val_squadnoise.json``), and per-task
+em@facts of bAbI cells printed too."""
 
 import json
 import sys
@@ -8,10 +12,22 @@ from pathlib import Path
 from qrag_training.paired import paired_bootstrap
 
 HERE = Path(__file__).resolve().parent
-REFERENCE = json.loads((HERE.parent / "round11_gpu" / "general_s64q1_val.json").read_text())
-SHIPPED = {c["cell"]: c["per_question"]["s64_q1"] for c in REFERENCE["cells"]}
+SUPERSEDE = sys.argv[1:2] == ["--supersede"]
+SOURCES = (
+    [
+        ("explore_gate/product_val.json", "supersede"),
+        ("explore_gate/supt_0.05_0.8_val_squadnoise.json", "supt8"),
+    ]
+    if SUPERSEDE
+    else [("round11_gpu/general_s64q1_val.json", "s64_q1")]
+)
+SHIPPED = {
+    c["cell"]: c["per_question"][name]
+    for path, name in SOURCES
+    for c in json.loads((HERE.parent / path).read_text())["cells"]
+}
 
-for path in sys.argv[1:]:
+for path in sys.argv[1 + SUPERSEDE :]:
     run = json.loads(Path(path).read_text())
     for cell in run["cells"]:
         for name in run["models"]:
@@ -25,3 +41,6 @@ for path in sys.argv[1:]:
                     f"{sum(scores) / len(scores):.3f} vs {sum(base) / len(base):.3f} "
                     f"{p.diff:+.3f} [{p.low:+.3f}, {p.high:+.3f}]"
                 )
+            if SUPERSEDE and cell["by_task"]:
+                tasks = cell["by_task"].items()
+                print("  em@facts:", " ".join(f"{t} {v[name]['em@facts']:.3f}" for t, v in tasks))
