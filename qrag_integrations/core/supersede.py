@@ -9,16 +9,19 @@ there is one, the *latest* chunk ``c`` of ``p``'s document that restates it:
 - ``c`` comes after ``p`` in the document and is among Q's :data:`POOL` best untaken chunks;
 - ``Q(c) >= Q(p) - margin`` (``QRAGConfig.supersede_margin``);
 - the cosine of their chunk embeddings (unrotated) is at least ``QRAGConfig.supersede_similarity``;
-- ``c`` holds every BM25 term that ``p`` shares with the state text (question and earlier
-  picks); a pick that shares none is kept;
+- ``c`` names every BM25 term that ``p`` shares with the state text (question and earlier
+  picks) in the order ``p`` names them ("Jeff passed the football to Fred." does not restate
+  "Fred handed the football to Jeff." for "Who did Fred give the football to?"); a pick that
+  shares none is kept;
 - no chunk already taken lies between ``p`` and ``c`` that restates ``p`` (the last two
   conditions). A pick made after a later restatement of it was taken is deliberate: the question
   asks for an earlier state ("Where was the apple before the kitchen?").
 
-The last condition keeps paragraphs of one article that merely look alike from replacing each
-other (on SQuAD validation the cosine alone cost 0.03-0.09 hit@1; the terms keep it within the
-paired interval, see ``benchmarks/general/results/explore_gate/``); the last one took bAbI qa3
-from 0.37 to 0.52 on validation. The replacement is reported with its own exact Q-value.
+The terms keep paragraphs of one article that merely look alike from replacing each other (on
+SQuAD validation the cosine alone cost 0.03-0.09 hit@1; with the terms it stays within the paired
+interval, see ``benchmarks/general/results/explore_gate/``); their order took bAbI qa5 from 0.60
+to 0.70 and the limit at a taken restatement qa3 from 0.37 to 0.52 on validation. The replacement
+is reported with its own exact Q-value.
 """
 
 from __future__ import annotations
@@ -121,19 +124,26 @@ def superseding_pick(
     return max(later) if later else pick
 
 
+def in_order(text: str, shared: set[str]) -> list[str]:
+    """The ``shared`` terms that ``text`` names, in the order it first names them."""
+    return list(dict.fromkeys(t for t in bm25_query(text)[0] if t in shared))
+
+
 def restating(
     cands: IndexCandidates, rank: int, others: list[int], shared: set[str], similarity: float
 ) -> set[int]:
     """Those of ``others`` (ranks) that restate chunk ``rank``: cosine of the unrotated chunk
-    embeddings >= ``similarity`` and every one of the ``shared`` terms."""
+    embeddings >= ``similarity``, and every one of the ``shared`` terms (``rank`` holds them
+    all) in the order ``rank`` names them."""
     # only the rows compared, never the whole matrix (a copy of every embedding per pick)
     rows = torch.tensor([rank, *others], device=cands.unrotated.device)
     unit = torch.nn.functional.normalize(cands.unrotated[rows].float(), dim=-1)
     cosines = (unit[1:] @ unit[0]).tolist()
+    order = in_order(cands.chunk(rank).text, shared)
     return {
         other
         for other, cosine in zip(others, cosines)
-        if cosine >= similarity and shared <= terms(cands.chunk(other).text)
+        if cosine >= similarity and in_order(cands.chunk(other).text, shared) == order
     }
 
 

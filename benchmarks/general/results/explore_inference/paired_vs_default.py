@@ -2,8 +2,9 @@
 the same validation questions (``../round11_gpu/general_s64q1_val.json``), paired bootstrap.
 
 ``--supersede`` first: against the search with the supersede rule of session 43 instead
-(``../explore_gate/product_val.json`` and ``supt_0.05_0.8_val_squadnoise.json``), and per-task
-em@facts of bAbI cells printed too."""
+(``../explore_gate/product_val.json`` and ``supt_0.05_0.8_val_squadnoise.json``);
+``--against=FILE:MODEL`` (repeatable, paths relative to ``results/``): against that model's
+questions in those files. Either way per-task em@facts of bAbI cells is printed too."""
 
 import json
 import sys
@@ -12,22 +13,22 @@ from pathlib import Path
 from qrag_training.paired import paired_bootstrap
 
 HERE = Path(__file__).resolve().parent
-SUPERSEDE = sys.argv[1:2] == ["--supersede"]
-SOURCES = (
-    [
+OPTIONS = [a for a in sys.argv[1:] if a.startswith("--")]
+SOURCES = [tuple(a.split("=", 1)[1].rsplit(":", 1)) for a in OPTIONS if a.startswith("--against=")]
+if "--supersede" in OPTIONS:
+    SOURCES = [
         ("explore_gate/product_val.json", "supersede"),
         ("explore_gate/supt_0.05_0.8_val_squadnoise.json", "supt8"),
     ]
-    if SUPERSEDE
-    else [("round11_gpu/general_s64q1_val.json", "s64_q1")]
-)
+PER_TASK = bool(SOURCES)
+SOURCES = SOURCES or [("round11_gpu/general_s64q1_val.json", "s64_q1")]
 SHIPPED = {
     c["cell"]: c["per_question"][name]
     for path, name in SOURCES
     for c in json.loads((HERE.parent / path).read_text())["cells"]
 }
 
-for path in sys.argv[1 + SUPERSEDE :]:
+for path in [a for a in sys.argv[1:] if not a.startswith("--")]:
     run = json.loads(Path(path).read_text())
     for cell in run["cells"]:
         for name in run["models"]:
@@ -41,6 +42,6 @@ for path in sys.argv[1 + SUPERSEDE :]:
                     f"{sum(scores) / len(scores):.3f} vs {sum(base) / len(base):.3f} "
                     f"{p.diff:+.3f} [{p.low:+.3f}, {p.high:+.3f}]"
                 )
-            if SUPERSEDE and cell["by_task"]:
+            if PER_TASK and cell["by_task"]:
                 tasks = cell["by_task"].items()
                 print("  em@facts:", " ".join(f"{t} {v[name]['em@facts']:.3f}" for t, v in tasks))
