@@ -103,8 +103,9 @@ class QRAGConfig:
     supersede_margin: float | None = None
     """A later restatement supersedes a pick (:mod:`~qrag_integrations.core.supersede`): the
     latest chunk of the pick's document after it whose Q-value is within this margin of the
-    pick's (and similar, sharing its terms) replaces it; ``SearchSettings.supersede`` switches it.
-    ``None``: off. The default checkpoint sets 0.05, chosen on validation."""
+    pick's (similar, naming the terms the pick shares with the state in its order, no restatement
+    already taken between them) replaces it; ``SearchSettings.supersede`` switches it. ``None``:
+    off. The default checkpoint sets 0.05, chosen on validation."""
     supersede_similarity: float = 0.8
     """Least cosine of two chunk embeddings for one to restate the other (``supersede_margin``)."""
     trainable_layers: int | None = None
