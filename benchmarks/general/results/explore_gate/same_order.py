@@ -2,7 +2,8 @@
 ``SUP_ORDER=1``, a chunk restates the pick (``supersede.restating``) only if the terms the pick
 shares with the state text come in the same order in both (first occurrences): "Jeff passed the
 football to Fred." does not restate "Fred handed the football to Jeff." for "Who did Fred give
-the football to?". Unset: the shipped rule. Patches ``supersede.restating``, then runs
+the football to?". Unset: the shipped rule. Written against commit 1af3415 (on later code,
+where C ships, unset and ``SUP_ORDER=1`` are the same). Patches ``supersede.restating``, then runs
 ``benchmarks.<general|babilong>.run`` with the remaining arguments."""
 
 import os

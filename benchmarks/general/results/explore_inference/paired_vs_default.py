@@ -4,7 +4,8 @@ the same validation questions (``../round11_gpu/general_s64q1_val.json``), paire
 ``--supersede`` first: against the search with the supersede rule of session 43 instead
 (``../explore_gate/product_val.json`` and ``supt_0.05_0.8_val_squadnoise.json``);
 ``--against=FILE:MODEL`` (repeatable, paths relative to ``results/``): against that model's
-questions in those files. Either way per-task em@facts of bAbI cells is printed too."""
+questions in those files, by cell (any split: e.g. a held-out file against another run on its
+seed). Either way per-task em@facts of bAbI cells is printed too."""
 
 import json
 import sys
