@@ -35,6 +35,12 @@ MODES = {
     "document-anchored": {"position_mode": PositionMode.DOCUMENT, "question_weight": 0.7},
     # only slow feature pairs turn (the two fastest of the tiny model's 8 per half stay put)
     "document-slow": {"position_mode": PositionMode.DOCUMENT, "rope_max_frequency": 0.2},
+    # the state rotated by the latest pick's fixed position
+    "document-last-pick": {
+        "position_mode": PositionMode.DOCUMENT,
+        "question_weight": 0.7,
+        "state_at_last_pick": True,
+    },
     "relative-slow": {"position_mode": PositionMode.RELATIVE, "rope_max_frequency": 0.2},
 }
 
@@ -92,7 +98,8 @@ def brute_force(
     picked: list[int] = []
     out = []
     for step in range(1, min(k, n) + 1):
-        q, pos = step_q_values(model, query, [c.text for c in chunks], emb, picked)
+        last = None if fixed is None or not picked else int(fixed[picked[-1]])
+        q, pos = step_q_values(model, query, [c.text for c in chunks], emb, picked, last)
         best = int(q.argmax())
         if threshold is not None and float(q[best]) < threshold:
             break
@@ -103,10 +110,16 @@ def brute_force(
 
 
 def step_q_values(
-    model: QRAGModel, query: str, texts: list[str], emb: torch.Tensor, picked: list[int]
+    model: QRAGModel,
+    query: str,
+    texts: list[str],
+    emb: torch.Tensor,
+    picked: list[int],
+    last_position: int | None = None,
 ):
     """One step of the paper's inference: the (anchored) state of ``query`` and the picks, and the
-    exact Q of every chunk at its layout position (picked ones ``-inf``), with the positions."""
+    exact Q of every chunk at its layout position (picked ones ``-inf``), with the positions;
+    ``last_position``: the latest pick's fixed position (``state_at_last_pick``)."""
     cfg = model.config
     text = model.state_text(query, [texts[r] for r in picked], picked_order=picked)
     state = embed_state(model, text)
@@ -114,6 +127,13 @@ def step_q_values(
         state = (state + cfg.question_weight * embed_state(model, query)) / (
             1 + cfg.question_weight
         )
+        if cfg.state_at_last_pick:  # <R(p) s, R(c) a> = <s, R(c - p) a>
+            state = rotate(
+                state,
+                torch.tensor([last_position]),
+                cfg.rope_theta,
+                max_frequency=cfg.rope_max_frequency,
+            )
     pos = layout(cfg.position_mode, len(texts), picked, cfg.relative_step, cfg.relative_span)
     with torch.no_grad():
         q = model.q_values(state, emb, torch.from_numpy(pos))[0].clone()

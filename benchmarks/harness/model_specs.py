@@ -13,6 +13,12 @@ def _optional_float(value: str) -> float | None:
     return None if value.lower() == "none" else float(value)
 
 
+def _bool(value: str) -> bool:
+    if value.lower() not in ("true", "false"):
+        raise ValueError(f"expected true or false, got {value!r}")
+    return value.lower() == "true"
+
+
 #: Search settings a model spec may change (they are read at search time, not trained in): the
 #: model's config fields, then the fields of the search itself (SearchSettings).
 SETTINGS = {
@@ -23,6 +29,7 @@ SETTINGS = {
     "max_chunk_tokens": int,
     "position_mode": PositionMode,
     "relative_step": int,
+    "state_at_last_pick": _bool,
 }
 SEARCH_SETTINGS = {"lexical_depth": int, "lexical_steps": int}
 

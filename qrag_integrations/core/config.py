@@ -63,6 +63,11 @@ class QRAGConfig:
     document modes spread a segment / document over ``int(relative_span * relative_step)``."""
     relative_span: float = 0.9
     """Relative mode: a segment's positions spread over ``int(span * step)`` (paper: 0.9)."""
+    state_at_last_pick: bool = False
+    """Document mode: from the second step on, the state embedding is rotated by the latest
+    pick's fixed position, so Q reads where a chunk sits *relative to that pick* (before or
+    after "John dropped the milk") besides where it sits in its document; with ``False`` a state
+    knows its picks' texts but not where they are."""
     rope_theta: float = 10000.0
     """RoPE base frequency."""
     rope_max_frequency: float | None = None
@@ -124,6 +129,10 @@ class QRAGConfig:
         for name in ("max_state_tokens", "max_chunk_tokens"):
             if getattr(self, name) < 2:
                 raise ValueError(f"{name} must be >= 2, got {getattr(self, name)}")
+        if self.state_at_last_pick and self.position_mode is not PositionMode.DOCUMENT:
+            raise ValueError(
+                f"state_at_last_pick needs position_mode document, got {self.position_mode.value}"
+            )
         if self.question_weight < 0:
             raise ValueError(f"question_weight must be >= 0, got {self.question_weight}")
         if self.rope_max_frequency is not None and not self.rope_max_frequency > 0:

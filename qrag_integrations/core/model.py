@@ -330,6 +330,14 @@ class QRAGModel(nn.Module):
         w = self.config.question_weight
         return state_emb if w == 0 else (state_emb + w * question_emb) / (1 + w)
 
+    def place_states(self, state_emb: torch.Tensor, last_positions: torch.Tensor) -> torch.Tensor:
+        """States after the first step as the search scores them: with ``state_at_last_pick``
+        rotated by their latest pick's fixed position (``(B,)``), so ``<R(p) s, R(c) a>`` reads
+        the chunk's offset ``c - p`` from that pick; unchanged otherwise."""
+        if not self.config.state_at_last_pick:
+            return state_emb
+        return rotate_as(self.config, state_emb, last_positions.to(state_emb.device))
+
     # -- Q-values -----------------------------------------------------------------------------
     def rotate_chunks(self, chunk_emb: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         """Apply the chunk positions (no-op in ``none`` mode)."""

@@ -247,6 +247,8 @@ class MultiStepSearcher:
                     states = self.model.anchor_states(
                         states, questions[[question_row[b] for b in active]]
                     )
+                    last = torch.tensor([results[b][-1].position for b in active])
+                    states = self.model.place_states(states, last)
             best: list[tuple[int, float, int] | None]
             if depth is not None and step <= fused_steps:
                 tops = None  # the batch's best by Q in one scan where it shares one layout

@@ -15,7 +15,7 @@ from qrag_integrations.core.config import QRAGConfig
 from qrag_integrations.core.index import ChunkIndex
 from qrag_integrations.core.search import MultiStepSearcher, SearchSettings
 
-DOCUMENT_MODES = ["document", "document-anchored", "document-slow"]
+DOCUMENT_MODES = ["document", "document-anchored", "document-slow", "document-last-pick"]
 #: MIN_MEAN_RUN values: 1 = runs for the 13-chunk test index (13 runs), 10**9 = always a copy
 WAYS = {"runs": 1, "copy": 10**9}
 

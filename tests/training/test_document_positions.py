@@ -87,3 +87,65 @@ def test_next_hop_on_one_chunk_documents_equals_none_mode(tiny_bert_dir: Path) -
     cfg = NextHopConfig(questions_per_step=2, dropout=False, warmup=1)
     loss = NextHopLearner(model, cfg, seed=0).step(lambda: next(it))["loss"]
     assert np.isfinite(loss) and loss != losses[PositionMode.NONE]
+
+
+def test_next_hop_scores_states_at_their_last_pick_as_the_search(
+    tiny_bert_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With ``state_at_last_pick`` the learner's Q of every state is the search's: the state
+    (anchored) rotated by its latest pick's fixed position, against chunks at theirs."""
+    from qrag_training import next_hop
+    from qrag_training.hop_states import HopState
+    from search_reference import step_q_values
+
+    from qrag_integrations.core.positions import rotate_as
+
+    cfg = QRAGConfig(
+        base_model=str(tiny_bert_dir),
+        position_mode=PositionMode.DOCUMENT,
+        question_weight=0.7,
+        state_at_last_pick=True,
+    )
+    model = QRAGModel.from_base(cfg).eval()
+    story = _story(10)
+    states = [HopState(0, [], [2, 7]), HopState(0, [7], [2]), HopState(0, [2, 5], [7])]
+    monkeypatch.setattr(next_hop, "hop_states", lambda *_: states)
+    seen = []
+    loss = next_hop.next_hop_loss
+    monkeypatch.setattr(next_hop, "next_hop_loss", lambda q, *a: seen.append(q) or loss(q, *a))
+    learner = NextHopLearner(
+        model,
+        NextHopConfig(
+            questions_per_step=1,
+            in_batch_negatives=False,
+            anchor_states=True,
+            dropout=False,
+            lr=0.0,
+        ),
+    )
+    learner.step(lambda: story)
+    fixed = positions_for(story, cfg, [])
+    with torch.no_grad():
+        emb = rotate_as(cfg, model.embed_chunks(story.chunks), torch.from_numpy(fixed))
+    for row, s in enumerate(states):
+        last = int(fixed[s.picked[-1]]) if s.picked else None
+        expected, _ = step_q_values(model, story.question, story.chunks, emb, s.picked, last)
+        free = [j for j in range(10) if j not in s.picked]
+        assert torch.allclose(seen[0][row, free].detach(), expected[free], atol=1e-5)
+    # the rotation is what the learner scores: without it the later states' Q differ
+    unrotated = step_q_values(model, story.question, story.chunks, emb, [2, 5], 0)[0]
+    assert not torch.allclose(seen[0][2, [7]].detach(), unrotated[[7]], atol=1e-3)
+
+
+def test_state_at_last_pick_needs_document_positions_and_the_next_hop_learner(
+    tiny_bert_dir: Path,
+) -> None:
+    with pytest.raises(ValueError, match="state_at_last_pick needs position_mode document"):
+        QRAGConfig(position_mode=PositionMode.RELATIVE, state_at_last_pick=True)
+    from qrag_training.pqn import PQNAgent, PQNConfig
+
+    cfg = QRAGConfig(
+        base_model=str(tiny_bert_dir), position_mode=PositionMode.DOCUMENT, state_at_last_pick=True
+    )
+    with pytest.raises(ValueError, match="PQN does not train state_at_last_pick"):
+        PQNAgent(QRAGModel.from_base(cfg), PQNConfig())

@@ -24,10 +24,17 @@ def test_init_from_a_checkpoint_with_search_settings(tiny_bert_dir: Path, tmp_pa
     """A shipped checkpoint (BM25 fusion, its own anchoring) starts a run without a copy: the
     run's settings replace the search settings, the weights are the checkpoint's."""
     run = _saved(
-        tiny_bert_dir, tmp_path / "ckpt", lexical_depth=10, lexical_steps=1, question_weight=1.0
+        tiny_bert_dir,
+        tmp_path / "ckpt",
+        lexical_depth=10,
+        lexical_steps=1,
+        question_weight=1.0,
+        supersede_margin=0.05,
+        supersede_similarity=0.7,
     )
     model = build_run_model(run, str(tmp_path / "ckpt"), False, torch.device("cpu"))
     assert model.config.lexical_depth is None and model.config.lexical_steps is None
+    assert model.config.supersede_margin is None and model.config.supersede_similarity == 0.8
     assert model.config.question_weight == run.question_weight
 
 

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 
 from qrag_training.data.episode import Episode
 
@@ -62,3 +63,15 @@ def recovery_states(
         wrong = others[int(rng.integers(len(others)))]
         out.append(HopState(i, [wrong], sorted(gold)))
     return out
+
+
+def last_pick_positions(
+    states: Sequence[HopState], offsets: np.ndarray, fixed: torch.Tensor
+) -> torch.Tensor:
+    """``(len(states),)`` fixed position of each state's latest pick (0 before any: no
+    rotation), from ``fixed``, the positions of a step's chunks whose episode ``i`` starts at
+    row ``offsets[i]`` (``QRAGModel.place_states``)."""
+    return torch.tensor(
+        [int(fixed[offsets[s.episode] + s.picked[-1]]) if s.picked else 0 for s in states],
+        dtype=torch.long,
+    )

@@ -37,7 +37,7 @@ from qrag_training.distill import (
 from qrag_training.distributed import DistContext
 from qrag_training.documents import positions_for
 from qrag_training.frozen_cache import FrozenLayerCache
-from qrag_training.hop_states import HopState, hop_states, recovery_states
+from qrag_training.hop_states import HopState, hop_states, last_pick_positions, recovery_states
 from qrag_training.negatives import NegativeSampler
 from qrag_training.optim import (
     OptimConfig,
@@ -304,8 +304,9 @@ class NextHopLearner:
                 pos = positions_for(episodes[s.episode], cfg, s.picked)
                 positions[row, lo:hi] = torch.from_numpy(pos).to(model.device)
         if not cfg.position_mode.moves:  # fixed positions: one rotated copy serves every state
-            fixed = np.concatenate([positions_for(e, cfg, []) for e in episodes])
-            q = model.q_values(state_emb, chunk_emb, torch.from_numpy(fixed).to(model.device))
+            fixed = torch.from_numpy(np.concatenate([positions_for(e, cfg, []) for e in episodes]))
+            state_emb = model.place_states(state_emb, last_pick_positions(states, offsets, fixed))
+            q = model.q_values(state_emb, chunk_emb, fixed.to(model.device))
         else:  # per-state positions: rotate a copy of the chunks for every state
             rotated = model.rotate_chunks(
                 chunk_emb.unsqueeze(0).expand(len(states), -1, -1), positions

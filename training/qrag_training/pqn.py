@@ -117,6 +117,8 @@ class PQNAgent:
     def __init__(
         self, model: QRAGModel, config: PQNConfig, seed: int = 0, dist: DistContext | None = None
     ) -> None:
+        if model.config.state_at_last_pick:  # its rollouts score states without picks' positions
+            raise ValueError("PQN does not train state_at_last_pick; use algo=next_hop")
         self.model = model
         self.config = config
         self.dist = dist or DistContext()

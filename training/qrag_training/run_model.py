@@ -15,13 +15,16 @@ from qrag_integrations.core.model import QRAGModel
 #: Model-config fields a checkpoint may hold with another value than the run's config.
 _MODEL_KEYS_THAT_MAY_DIFFER = ("extra",)
 #: Settings a run that starts from another checkpoint (``init_from``) sets itself: token budgets,
-#: question anchoring and BM25 fusion are read by the search, not baked into the weights.
+#: question anchoring, BM25 fusion and superseding are read by the search, not baked into the
+#: weights (a shipped checkpoint's search settings are set again when it is exported).
 _SETTINGS_TAKEN_FROM_RUN = (
     "max_state_tokens",
     "max_chunk_tokens",
     "question_weight",
     "lexical_depth",
     "lexical_steps",
+    "supersede_margin",
+    "supersede_similarity",
 )
 
 

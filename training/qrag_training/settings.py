@@ -47,6 +47,7 @@ _MODEL_FIELDS = (
     "question_weight",
     "rope_theta",
     "rope_max_frequency",
+    "state_at_last_pick",
 )
 #: ``algo.kind`` values: the learner each builds its config for.
 ALGO_KINDS = ("pqn", "next_hop")
