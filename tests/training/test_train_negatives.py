@@ -39,6 +39,29 @@ def test_sampler_keeps_support_hard_and_random_negatives_in_order() -> None:
         NegativeSampler(one_hot, one_hot, hard=0, random=0)
 
 
+def test_hop_negatives_are_the_chunks_most_like_each_supporting_one() -> None:
+    """``c6`` leans toward the gold ``c2`` (another move of the person a gold fact names): kept
+    as a hop negative, though the question ranks it last."""
+
+    def embed(texts):
+        out = one_hot(texts)
+        for row, t in enumerate(texts):
+            if t == "c6":
+                out[row] = torch.nn.functional.normalize(
+                    torch.eye(8)[2] + 0.3 * torch.eye(8)[6], dim=0
+                )
+        return out
+
+    chunks = [f"c{i}" for i in range(8)]
+    episode = Episode("e", "q5", chunks, [2])
+    (plain,) = NegativeSampler(embed, embed, hard=1)([episode], np.random.default_rng(0))
+    (hop,) = NegativeSampler(embed, embed, hard=1, hop=1)([episode], np.random.default_rng(0))
+    assert plain.chunks == ["c2", "c5"] and hop.chunks == ["c2", "c5", "c6"]
+    assert hop.chunks[hop.support[0]] == "c2"
+    (only_hop,) = NegativeSampler(embed, embed, hard=0, hop=2)([episode], np.random.default_rng(0))
+    assert len(only_hop.chunks) == 3 and "c6" in only_hop.chunks
+
+
 def episodes(n: int = 4) -> list[Episode]:
     words = ["kitchen", "garden", "office", "hallway", "bedroom", "bathroom"]
     out = []

@@ -38,7 +38,7 @@ from qrag_training.distributed import DistContext
 from qrag_training.documents import positions_for
 from qrag_training.frozen_cache import FrozenLayerCache
 from qrag_training.hop_states import HopState, hop_states, last_pick_positions, recovery_states
-from qrag_training.negatives import NegativeSampler
+from qrag_training.negatives import NegativeSampler, base_encoder_sampler
 from qrag_training.optim import (
     OptimConfig,
     load_scheduler_state,
@@ -98,6 +98,9 @@ class NextHopConfig(OptimConfig):
     ``None`` = every chunk of the episode. Needs fixed positions (mode ``none`` or ``document``)."""
     random_negatives: int = 0
     """Negatives drawn at random per question besides the hard ones (with ``hard_negatives``)."""
+    hop_negatives: int = 0
+    """Per supporting chunk, this many other chunks most like it to the base encoder are kept
+    too (with ``hard_negatives``): the confusers of the states after a pick."""
 
     @property
     def distills_toward_start(self) -> bool:
@@ -229,22 +232,17 @@ class NextHopLearner:
         """Encoder passes in bfloat16 autocast (``config.autocast``)."""
 
     def _sampler(self) -> NegativeSampler:
-        model, c, cfg = self.model, self.config, self.model.config
-        if cfg.position_mode.moves:
-            raise ValueError(
-                "hard_negatives needs position_mode none or document (fixed positions)"
-            )
+        c = self.config
         # negatives are the ones the base encoder ranks highest, whichever teacher distils
-        teacher = (
-            self.teacher.encoder if isinstance(self.teacher, BaseTeacher) else base_teacher(model)
-        )
-        return NegativeSampler(
-            lambda texts: model.encode_in_length_batches(
-                teacher, texts, cfg.max_chunk_tokens, c.embed_batch_size
-            ),
-            lambda texts: teacher(**model.tokenize(list(texts), cfg.max_state_tokens)),
+        teacher = self.teacher
+        encoder = teacher.encoder if isinstance(teacher, BaseTeacher) else base_teacher(self.model)
+        return base_encoder_sampler(
+            self.model,
+            encoder,
             c.hard_negatives or 0,
             c.random_negatives,
+            c.hop_negatives,
+            c.embed_batch_size,
         )
 
     @property

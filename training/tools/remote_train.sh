@@ -57,7 +57,12 @@
 #   Exports: 28 + 21 MB (fp16), inside the 64 MiB return limit. Its CPU pilot (session 41, round15_cpu:
 #   4 layers, 300 updates of 8 questions) raised qa1 at one pick to 0.610 (dense 0.497) but cut SQuAD
 #   val hit@3 to 0.812 (dense 0.870), so expect the same trade here unless more data changes it.
-# Two-call rounds (7-13): a warm machine is handed back after about 30 s idle, so make the PHASE=2
+# ROUND=14 (prepared in session 45, not yet run): the default continued with later states rotated
+#   by their latest pick's fixed position (model.state_at_last_pick, so "the move before the drop"
+#   is learnable) and 24 hard + 8 random sampled negatives (a story's later moves of a person are
+#   rarely among the 8 its question ranks highest): r14_lp (its mixture, lr 3e-5), r14_lp_b23 (qa2 /
+#   qa3 three times), r14_lp_hi (the same at lr 6e-5). CPU pilot: explore_lastpick/ (session 45).
+# Two-call rounds (7-14): a warm machine is handed back after about 30 s idle, so make the PHASE=2
 # call straight after PHASE=1; if PHASE=2 reports a fresh machine (or another kind), run PHASE=1 again.
 set -uo pipefail
 cd "$(dirname "$0")/../.."   # the repository root
@@ -197,7 +202,7 @@ elif [ "$ROUND" = 7 ]; then
   wait
   for _ in $(seq 120); do grep -q "fresh_fc exit" "$R/exits.log" 2>/dev/null && break; sleep 5; done
   EXPORT="c64_da c64_da_fc c64_da_fc_lo fresh_fc"
-elif [ "$ROUND" -ge 8 ] && [ "$ROUND" -le 13 ]; then
+elif [ "$ROUND" -ge 8 ] && [ "$ROUND" -le 14 ]; then
   GEN="preset=general_cpu device=$DEV torch_threads=2 model.base_model=$W/base \
     +env.train.parts.0.path=$W/hotpotqa.json +env.eval.parts.0.path=$W/hotpotqa.json \
     env.train.parts.1.target_tokens=[2000,4000,8000] final_report=false eval_interval=50 eval_episodes=200 \
@@ -250,6 +255,15 @@ elif [ "$ROUND" -ge 8 ] && [ "$ROUND" -le 13 ]; then
           algo.distill_weight=1.0 env.train.parts="$(parts 1 $Q1X3)" &
       done
       EXPORT="r13_l4 r13_l3"
+    elif [ "$ROUND" = 14 ]; then
+      with_config "$W/init_slow" "$W/init_lp" state_at_last_pick=true || exit 1
+      B23=qa1,qa1,qa2,qa2,qa2,qa3,qa3,qa3,qa4,qa5
+      LP="$GEN init_from=$W/init_lp $ROPE model.state_at_last_pick=true algo.distill_weight=1.0 \
+        algo.hard_negatives=24 algo.random_negatives=8"
+      train r14_lp $LP algo.lr=3e-5 env.train.parts="$(parts 1 $Q1X3)" &
+      train r14_lp_b23 $LP algo.lr=3e-5 env.train.parts="$(parts 1 $B23)" &
+      train r14_lp_hi $LP algo.lr=6e-5 env.train.parts="$(parts 1 $B23)" &
+      EXPORT="r14_lp r14_lp_b23 r14_lp_hi"
     else
       # round 12: round 11 cost SQuAD hit@3 (below dense); distil toward the untrained base's
       # cosines instead of the start (dense top-k is what single-hop hit@3 must not fall below)
