@@ -8,6 +8,7 @@ benchmarks/general/results/explore_lastpick/drop_flips.py``."""
 
 import json
 import re
+import sys
 from pathlib import Path
 
 from benchmarks.general.run import cell_episodes
@@ -19,13 +20,17 @@ DROP = re.compile(r"\b(dropped|left|discarded|put down)\b")
 episodes = cell_episodes(CELL, "val", 60, 555555)
 shipped = json.loads((HERE.parent / "explore_gate/product_val_default.json").read_text())
 default = next(c for c in shipped["cells"] if c["cell"] == CELL)["per_question"]["default"]
-run = json.loads((HERE / "lastpick_mixed_val.json").read_text())
-per_question = next(c for c in run["cells"] if c["cell"] == CELL)["per_question"]
+BASELINES = {"untrained", "dense", "bm25", "dense+bm25"}
+models = {}
+for path in sys.argv[1:] or ["lastpick_mixed_val.json"]:
+    run = json.loads((HERE / path).read_text())
+    per_question = next(c for c in run["cells"] if c["cell"] == CELL)["per_question"]
+    models.update({k: v for k, v in per_question.items() if k not in BASELINES})
 base = default["em@facts"]
 for task in ("qa2", "qa3"):
     rows = [(i, e) for i, e in enumerate(episodes) if e.meta.get("task") == task]
-    for name in ("lastpick", "zeroshot"):
-        got = per_question[name]["em@facts"]
+    for name, scores in models.items():
+        got = scores["em@facts"]
         for kind in ("drop", "other"):
             chosen = [
                 i
