@@ -88,9 +88,10 @@ def test_both_ways_with_a_filter_and_per_question_indexes(make_model, way) -> No
     assert snap.embeddings is index.snapshot().embeddings  # nothing stored was rotated
 
 
+@pytest.mark.parametrize("mode", ["document-anchored", "document-last-pick"])
 @pytest.mark.parametrize("settings", ["faiss", "int8", "bf16"])
-def test_both_ways_with_faiss_and_compact_scans(make_model, way, settings: str) -> None:
-    model = make_model("document-anchored")
+def test_both_ways_with_faiss_and_compact_scans(make_model, way, settings: str, mode: str) -> None:
+    model = make_model(mode)
     index = random_index()
     if settings == "faiss":
         chosen = SearchSettings(faiss_candidates=N, faiss_min_size=0)
