@@ -100,7 +100,7 @@ class NextHopConfig(OptimConfig):
     """Negatives drawn at random per question besides the hard ones (with ``hard_negatives``)."""
     hop_negatives: int = 0
     """Per supporting chunk, this many other chunks most like it to the base encoder are kept
-    too (with ``hard_negatives``): the confusers of the states after a pick."""
+    too (with ``hard_negatives``; without, every chunk is kept): the confusers after a pick."""
 
     @property
     def distills_toward_start(self) -> bool:
