@@ -11,7 +11,7 @@ import torch
 from qrag_integrations.core.config import PositionMode
 from qrag_integrations.core.index import ChunkIndex
 from qrag_integrations.core.model import QRAGModel
-from qrag_integrations.core.positions import document_positions, layout, rotate
+from qrag_integrations.core.positions import document_positions, layout, rotate, rotate_as
 
 N = 13
 
@@ -128,12 +128,7 @@ def step_q_values(
             1 + cfg.question_weight
         )
         if cfg.state_at_last_pick:  # <R(p) s, R(c) a> = <s, R(c - p) a>
-            state = rotate(
-                state,
-                torch.tensor([last_position]),
-                cfg.rope_theta,
-                max_frequency=cfg.rope_max_frequency,
-            )
+            state = rotate_as(cfg, state, torch.tensor([last_position]))
     pos = layout(cfg.position_mode, len(texts), picked, cfg.relative_step, cfg.relative_span)
     with torch.no_grad():
         q = model.q_values(state, emb, torch.from_numpy(pos))[0].clone()
