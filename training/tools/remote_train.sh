@@ -62,7 +62,15 @@
 #   is learnable) and 24 hard + 8 random sampled negatives (a story's later moves of a person are
 #   rarely among the 8 its question ranks highest): r14_lp (its mixture, lr 3e-5), r14_lp_b23 (qa2 /
 #   qa3 three times), r14_lp_hi (the same at lr 6e-5). CPU pilot: explore_lastpick/ (session 45).
-# Two-call rounds (7-14): a warm machine is handed back after about 30 s idle, so make the PHASE=2
+# ROUND=15 (prepared in session 46): the default continued at round 11's settings (lr 3e-5,
+#   distillation 1 toward its start) plus recovery states (half the questions also train the state
+#   after a wrong first pick, every gold a positive): every continuation so far cost SQuAD hit@3,
+#   and session 41's pilot placed that loss in the state after a missed first pick. r15_rec (its
+#   mixture), r15_rec_b23 (qa2 / qa3 three times), r15_l4_rec (top 4 layers trained). Recovery
+#   states were tried once, on the CPU at 8 questions a step (session 35, rejected: SQuAD hit@3
+#   -0.020); at 64 questions a step continuations kept SQuAD where 8-question ones lost ~0.02.
+#   Exports: 14 + 14 + 28 MB.
+# Two-call rounds (7-15): a warm machine is handed back after about 30 s idle, so make the PHASE=2
 # call straight after PHASE=1; if PHASE=2 reports a fresh machine (or another kind), run PHASE=1 again.
 set -uo pipefail
 cd "$(dirname "$0")/../.."   # the repository root
@@ -202,7 +210,7 @@ elif [ "$ROUND" = 7 ]; then
   wait
   for _ in $(seq 120); do grep -q "fresh_fc exit" "$R/exits.log" 2>/dev/null && break; sleep 5; done
   EXPORT="c64_da c64_da_fc c64_da_fc_lo fresh_fc"
-elif [ "$ROUND" -ge 8 ] && [ "$ROUND" -le 14 ]; then
+elif [ "$ROUND" -ge 8 ] && [ "$ROUND" -le 15 ]; then
   GEN="preset=general_cpu device=$DEV torch_threads=2 model.base_model=$W/base \
     +env.train.parts.0.path=$W/hotpotqa.json +env.eval.parts.0.path=$W/hotpotqa.json \
     env.train.parts.1.target_tokens=[2000,4000,8000] final_report=false eval_interval=50 eval_episodes=200 \
@@ -264,6 +272,14 @@ elif [ "$ROUND" -ge 8 ] && [ "$ROUND" -le 14 ]; then
       train r14_lp_b23 $LP algo.lr=3e-5 env.train.parts="$(parts 1 $B23)" &
       train r14_lp_hi $LP algo.lr=6e-5 env.train.parts="$(parts 1 $B23)" &
       EXPORT="r14_lp r14_lp_b23 r14_lp_hi"
+    elif [ "$ROUND" = 15 ]; then
+      B23=qa1,qa1,qa2,qa2,qa2,qa3,qa3,qa3,qa4,qa5
+      with_config "$W/init_slow" "$W/init_l4" trainable_layers=4 || exit 1
+      REC="$GEN $ROPE algo.lr=3e-5 algo.distill_weight=1.0 algo.recovery_states=0.5"
+      train r15_rec $REC init_from="$W/init_slow" env.train.parts="$(parts 1 $Q1X3)" &
+      train r15_rec_b23 $REC init_from="$W/init_slow" env.train.parts="$(parts 1 $B23)" &
+      train r15_l4_rec $REC init_from="$W/init_l4" model.trainable_layers=4 env.train.parts="$(parts 1 $Q1X3)" &
+      EXPORT="r15_rec r15_rec_b23 r15_l4_rec"
     else
       # round 12: round 11 cost SQuAD hit@3 (below dense); distil toward the untrained base's
       # cosines instead of the start (dense top-k is what single-hop hit@3 must not fall below)
