@@ -69,7 +69,9 @@
 #   mixture), r15_rec_b23 (qa2 / qa3 three times), r15_l4_rec (top 4 layers trained). Recovery
 #   states were tried once, on the CPU at 8 questions a step (session 35, rejected: SQuAD hit@3
 #   -0.020); at 64 questions a step continuations kept SQuAD where 8-question ones lost ~0.02.
-#   Exports: 14 + 14 + 28 MB.
+#   Exports: 14 + 14 + 28 MB. Run in session 46 on an H200 (157-166 updates): both trained
+#   candidates below dense on SQuAD val hit@3 (0.820 / 0.828 vs 0.870; round15_gpu): not shipped.
+#   At MIN=7 the runs ended after 538 s and the 590 s call ran out during the exports: use MIN=6.
 # Two-call rounds (7-15): a warm machine is handed back after about 30 s idle, so make the PHASE=2
 # call straight after PHASE=1; if PHASE=2 reports a fresh machine (or another kind), run PHASE=1 again.
 set -uo pipefail
@@ -335,6 +337,11 @@ from qrag_integrations.core.loading import load_model
 model = load_model(sys.argv[1])
 save_pretrained(model, sys.argv[2], weights_dtype=torch.float16)
 EOF
+  # one returned file must stay under ~16 MiB: larger exports (4 trained layers) come back in parts
+  # (here: cat NAME.tar.part_* | tar xf -)
+  if [ -f "$OUT/$name.tar" ] && [ "$(stat -c %s "$OUT/$name.tar")" -gt 15000000 ]; then
+    split -b 14m "$OUT/$name.tar" "$OUT/$name.tar.part_" && rm "$OUT/$name.tar"
+  fi
 done
 (cd "$R" && find . -name metrics.jsonl -o -name '*.log' -o -name '*.yaml' | tar -czf "$OUT/logs.tar.gz" -T -)
 for f in "$R"/*.log; do echo "== $f"; grep -E "step [0-9]+ |Error|error|Traceback|time budget" "$f" | tail -6; done

@@ -19,7 +19,11 @@ if os.environ.get("DROPLIMIT") == "1":  # the search with droplimit.py's rule
     import droplimit  # noqa: F401
 
 DROP = re.compile(r"\b(dropped|left|discarded|put down)\b")
-SPEC = sys.argv[1] if len(sys.argv) > 1 else "packaged:qrag-general-minilm:lexical_depth=10,lexical_steps=1"
+SPEC = (
+    sys.argv[1]
+    if len(sys.argv) > 1
+    else "packaged:qrag-general-minilm:lexical_depth=10,lexical_steps=1"
+)
 
 episodes = [
     e
@@ -37,7 +41,9 @@ for e, r in zip(episodes, results):
         print(f"   gold {j:4d}: {e.chunks[j]}")
     for j in r.picked[:2]:
         print(f"   pick {j:4d}: {e.chunks[j]}")
-    person = e.chunks[min(e.support, key=lambda j: -1 if DROP.search(e.chunks[j]) else j)].split()[0]
+    person = e.chunks[min(e.support, key=lambda j: -1 if DROP.search(e.chunks[j]) else j)].split()[
+        0
+    ]
     moves = [j for j, c in enumerate(e.chunks) if c.startswith(person + " ") and not DROP.search(c)]
     print(f"   {person}'s other sentences: {moves}")
 print(f"{hits} of {len(episodes)}")
