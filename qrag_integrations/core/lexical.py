@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -139,10 +140,12 @@ def top_by_q(
     if picked:
         q[torch.isin(ranks, torch.tensor(picked))] = -torch.inf
     top = torch.topk(q, min(depth, n - len(picked)))
+    # whole-tensor conversions: indexing element by element cost ~6 us per hit
+    rows, values = top.indices, top.values.tolist()
     return [
-        (int(ranks[i]), float(q[i]), int(positions[i]))
-        for i in top.indices.tolist()
-        if q[i] > -torch.inf
+        (r, v, p)
+        for r, v, p in zip(ranks[rows].tolist(), values, positions[rows].tolist())
+        if v > -math.inf
     ]
 
 

@@ -45,7 +45,7 @@ from qrag_integrations.core.scan import (
     top_k_shared,
     update_best,
 )
-from qrag_integrations.core.supersede import search_margin, superseded
+from qrag_integrations.core.supersede import pool_best, pools, search_margin, superseded
 
 
 @dataclass(frozen=True)
@@ -250,9 +250,11 @@ class MultiStepSearcher:
                     last = torch.tensor([results[b][-1].position for b in active])
                     states = self.model.place_states(states, last)
             best: list[tuple[int, float, int] | None]
+            one_layout = shared and (step == 1 or not positions)  # one scan serves the batch
+            pool = pools(self, candidates, active, states, picked, one_layout, margin)
             if depth is not None and step <= fused_steps:
-                tops = None  # the batch's best by Q in one scan where it shares one layout
-                if shared and (step == 1 or not positions):
+                tops = pool and [p[:depth] for p in pool]
+                if tops is None and one_layout:
                     taken = [picked[b] for b in active]
                     tops = top_by_q_shared(self, candidates[0], states, taken, depth)  # type: ignore[arg-type]
                 best = [
@@ -261,6 +263,8 @@ class MultiStepSearcher:
                     )  # type: ignore[arg-type]
                     for i, b in enumerate(active)
                 ]
+            elif pool is not None:
+                best = [pool_best(p) for p in pool]
             elif use_faiss:
                 best = [
                     faiss_best(self, candidates[0], states[i], picked[b])  # type: ignore[arg-type]
@@ -281,9 +285,7 @@ class MultiStepSearcher:
                     self._rotated_states,
                     self.settings.rescore,
                 )
-            elif shared and (step == 1 or not positions):
-                # one layout for every question (no picks yet, or picks move no position): one
-                # scan of the index serves the whole batch
+            elif one_layout:  # no picks yet, or picks move no position
                 best = self._best_shared_layout(
                     candidates[0],  # type: ignore[arg-type]
                     states,
@@ -293,8 +295,8 @@ class MultiStepSearcher:
                 best = [
                     candidates[b].best(self, states[i], picked[b]) for i, b in enumerate(active)
                 ]
-            if margin is not None:
-                best = superseded(self, candidates, active, states, picked, best, texts, margin)
+            if pool is not None:
+                best = superseded(self, candidates, active, pool, picked, best, texts, margin)  # type: ignore[arg-type]
             still = []
             for pick, b in zip(best, active):
                 if pick is None:  # nothing left that this question may get
@@ -345,8 +347,7 @@ class MultiStepSearcher:
     def _best_shared_layout(
         self, cands: IndexCandidates, states: torch.Tensor, picked: list[list[int]]
     ) -> list[tuple[int, float, int]]:
-        """Every question shares one layout (the first step, or no positions): one pass over the
-        index serves the batch, each question's own picks masked out."""
+        """Each question's best in one pass over a layout they share (its picks masked out)."""
         one_on_cpu = states.shape[0] == 1 and cpu_fp32(cands.emb)
         shared = None if one_on_cpu else self.shared_layout_top_k(cands, states, picked, 1)
         if shared is None:

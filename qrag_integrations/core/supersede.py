@@ -38,10 +38,13 @@ from qrag_integrations.core.candidates import (
     own_settings_apply,
 )
 from qrag_integrations.core.errors import QRAGError
-from qrag_integrations.core.lexical import bm25_query, top_by_q
+from qrag_integrations.core.lexical import bm25_query, top_by_q, top_by_q_shared
 
 if TYPE_CHECKING:
     from qrag_integrations.core.search import MultiStepSearcher
+
+#: A scored chunk of a step: ``(rank, Q, position)``.
+Scored = tuple[int, float, int]
 
 #: Q's best untaken chunks that may replace a pick (the validated setting; restatements within
 #: the margin rank near the pick).
@@ -61,7 +64,8 @@ def search_margin(searcher: MultiStepSearcher, candidates: Sequence[CandidateSet
     """The margin a search supersedes picks with, ``None`` where it does not.
 
     ``SearchSettings.supersede=False``: never. ``True``: always (the model's margin, else
-    :data:`DEFAULT_MARGIN`), each pick paying one more exact scan whatever the scan setting.
+    :data:`DEFAULT_MARGIN`), every step then scanning exactly (:func:`pools`) whatever the scan
+    setting.
     ``None``: the model's ``supersede_margin`` where the search scans exactly (no compact scan, no
     FAISS pre-selection, which are there to avoid exact scans).
 
@@ -84,18 +88,19 @@ def search_margin(searcher: MultiStepSearcher, candidates: Sequence[CandidateSet
 def superseding_pick(
     searcher: MultiStepSearcher,
     cands: IndexCandidates,
-    state: torch.Tensor,
+    pool: list[Scored],
     picked: list[int],
-    pick: tuple[int, float, int],
+    pick: Scored,
     state_text: str,
     margin: float,
-) -> tuple[int, float, int]:
+) -> Scored:
     """``pick`` (``(rank, Q, position)``), or the latest later restatement of it in its document.
 
     Args:
         searcher: the search (its model's ``supersede_similarity``).
         cands: the question's candidates (ranks in document order).
-        state: the (anchored) state embedding the pick was scored with.
+        pool: Q's :data:`POOL` best untaken chunks for the state the pick was scored with
+            (:func:`pools`).
         picked: ranks picked before this step.
         pick: the step's pick.
         state_text: the state text of this step (question and earlier picks).
@@ -109,7 +114,7 @@ def superseding_pick(
     doc = cands.chunk(rank).doc_id
     close = [
         hit
-        for hit in top_by_q(searcher, cands, state, picked, POOL)
+        for hit in pool
         if hit[0] > rank and hit[1] >= q - margin and cands.chunk(hit[0]).doc_id == doc
     ]
     if not close:
@@ -147,29 +152,64 @@ def restating(
     }
 
 
-def superseded(
+def pools(
     searcher: MultiStepSearcher,
     candidates: Sequence[CandidateSet],
     active: list[int],
     states: torch.Tensor,
     picked: list[list[int]],
-    best: list[tuple[int, float, int] | None],
+    one_layout: bool,
+    margin: float | None,
+) -> list[list[Scored]] | None:
+    """Q's :data:`POOL` best untaken ``(rank, Q, position)`` for each active question's state,
+    best first, where the rule is on (``margin``, :func:`search_margin`; ``None``: off). The one
+    exact scan of a step with the rule: it gives the step's pick too (:func:`pool_best`), so the
+    rule costs no scan of its own. ``one_layout``: every question shares ``candidates[0]`` and its
+    layout (the batch is scanned in one pass)."""
+    if margin is None:
+        return None
+    if one_layout:
+        taken = [picked[b] for b in active]
+        tops = top_by_q_shared(searcher, candidates[0], states, taken, POOL)  # type: ignore[arg-type]
+        if tops is not None:
+            return tops
+    return [
+        top_by_q(searcher, candidates[b], states[i], picked[b], POOL)  # type: ignore[arg-type]
+        for i, b in enumerate(active)
+    ]
+
+
+def pool_best(pool: list[Scored]) -> Scored | None:
+    """The step's pick from its pool: the best Q, the lowest rank among equal ones (as every scan
+    of the search breaks ties); ``None`` when nothing is left."""
+    if not pool:
+        return None
+    return min((hit for hit in pool if hit[1] == pool[0][1]), key=lambda hit: hit[0])
+
+
+def superseded(
+    searcher: MultiStepSearcher,
+    candidates: Sequence[CandidateSet],
+    active: list[int],
+    pool: list[list[Scored]],
+    picked: list[list[int]],
+    best: list[Scored | None],
     texts: list[str],
     margin: float,
-) -> list[tuple[int, float, int] | None]:
+) -> list[Scored | None]:
     """One step's picks after the rule: ``best[i]`` is question ``active[i]``'s pick (``None``:
-    nothing left), scored with ``states[i]`` from the state text ``texts[i]``; every candidate set
-    is an in-memory one (:func:`search_margin` returned ``margin``)."""
+    nothing left), ``pool[i]`` its state's :func:`pools` entry, ``texts[i]`` its state text;
+    every candidate set is an in-memory one (:func:`search_margin` returned ``margin``)."""
     return [
         pick
         and superseding_pick(
             searcher,
-            candidates[b],
-            states[i],
+            candidates[b],  # type: ignore[arg-type]
+            pool[i],
             picked[b],
             pick,
             texts[i],
-            margin,  # type: ignore[arg-type]
+            margin,
         )
         for i, (b, pick) in enumerate(zip(active, best))
     ]

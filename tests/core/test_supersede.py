@@ -15,6 +15,7 @@ from search_reference import (
     with_config,
 )
 
+from qrag_integrations.core import supersede
 from qrag_integrations.core.config import QRAGConfig
 from qrag_integrations.core.errors import QRAGError
 from qrag_integrations.core.index import ChunkIndex
@@ -229,3 +230,31 @@ def test_saved_configs_without_the_fields_load_with_the_rule_off() -> None:
     del data["supersede_margin"], data["supersede_similarity"]
     loaded = QRAGConfig.from_dict(data)
     assert loaded.supersede_margin is None and loaded.supersede_similarity == 0.8
+
+
+def test_the_rule_adds_no_scan_of_its_own(make_model, monkeypatch) -> None:
+    # the step's one exact scan keeps Q's POOL best: the pick is its best, the rule reads the rest
+    model = with_rule(make_model("document"), 1e6, -1.0)
+    index = story_index()
+
+    def not_called(*args, **kwargs):
+        raise AssertionError("a second scan of the step")
+
+    one, batch = [], []
+    real_one, real_batch = supersede.top_by_q, MultiStepSearcher.shared_layout_top_k
+    monkeypatch.setattr(supersede, "top_by_q", lambda *a: one.append(a[-1]) or real_one(*a))
+    monkeypatch.setattr(
+        MultiStepSearcher,
+        "shared_layout_top_k",
+        lambda self, *a: batch.append(a[-1]) or real_batch(self, *a),
+    )
+    monkeypatch.setattr(MultiStepSearcher, "_best_one", not_called)
+    monkeypatch.setattr(MultiStepSearcher, "_best_shared_layout", not_called)
+    hits = MultiStepSearcher(model, index).search(QUERIES[:1], k=3)[0]
+    assert one == [POOL] * 3 and batch == []
+    assert_same(as_tuples(hits), reference(model, index, QUERIES[0], 3, 1e6))
+    one.clear()
+    got = MultiStepSearcher(model, index).search(QUERIES, k=3)  # document mode: one layout
+    assert one == [] and batch == [POOL] * 3
+    for query, hits in zip(QUERIES, got):
+        assert_same(as_tuples(hits), reference(model, index, query, 3, 1e6))

@@ -14,7 +14,9 @@ Replaces ``superseding_pick`` in the module the search calls it from, then runs
     PYTHONPATH=training:. python benchmarks/general/results/explore_droplimit/droplimit.py \
         general --model ... --out ...
 
-``DROPLIMIT=0``: the shipped rule (the patch returns what it returns).
+``DROPLIMIT=0``: the shipped rule (the patch returns what it returns). Written for the search as
+of commit d30d614 (``superseding_pick`` took the state and scanned for its pool; it takes the step's
+pool since): check that commit out to rerun it.
 """
 
 import os
