@@ -164,14 +164,11 @@ def top_by_q_shared(
     shared = searcher.shared_layout_top_k(cands, states.float(), picked, depth)
     if shared is None:
         return None
-    top_q, top_rank, top_pos = (t.cpu() for t in shared)
+    # one list per state, converted whole (as top_by_q), not element by element
+    top_q, top_rank, top_pos = (t.cpu().T.tolist() for t in shared)
     return [
-        [
-            (int(r), float(q), int(p))
-            for q, r, p in zip(top_q[:, i], top_rank[:, i], top_pos[:, i])
-            if q > -torch.inf
-        ]
-        for i in range(states.shape[0])
+        [(r, q, p) for q, r, p in zip(qs, ranks, positions) if q > -math.inf]
+        for qs, ranks, positions in zip(top_q, top_rank, top_pos)
     ]
 
 
