@@ -239,6 +239,7 @@ elif [ "$ROUND" -ge 8 ] && [ "$ROUND" -le 15 ]; then
 {name:ruler,weight:0.5,variant:niah_multivalue,target_tokens:2000,noise_kind:'$N',seed:0}]"
     }
     Q1X3=qa1,qa1,qa1,qa2,qa2,qa3,qa3,qa4,qa5   # qa1 three times as often (one pick: the latest move)
+    B23=qa1,qa1,qa2,qa2,qa2,qa3,qa3,qa3,qa4,qa5   # and qa2 / qa3 three times (rounds 14-15)
     TEACHER=init; [ "$ROUND" = 12 ] && TEACHER=base   # round 12: the untrained base's cosines
     ROPE="model.rope_theta=100000000.0 model.rope_max_frequency=$CAP algo.warmup=10 steps=300 \
       algo.distill_teacher=$TEACHER time_budget_minutes=$MIN $Q64"
@@ -267,7 +268,6 @@ elif [ "$ROUND" -ge 8 ] && [ "$ROUND" -le 15 ]; then
       EXPORT="r13_l4 r13_l3"
     elif [ "$ROUND" = 14 ]; then
       with_config "$W/init_slow" "$W/init_lp" state_at_last_pick=true || exit 1
-      B23=qa1,qa1,qa2,qa2,qa2,qa3,qa3,qa3,qa4,qa5
       LP="$GEN init_from=$W/init_lp $ROPE model.state_at_last_pick=true algo.distill_weight=1.0 \
         algo.hard_negatives=24 algo.random_negatives=8"
       train r14_lp $LP algo.lr=3e-5 env.train.parts="$(parts 1 $Q1X3)" &
@@ -275,7 +275,6 @@ elif [ "$ROUND" -ge 8 ] && [ "$ROUND" -le 15 ]; then
       train r14_lp_hi $LP algo.lr=6e-5 env.train.parts="$(parts 1 $B23)" &
       EXPORT="r14_lp r14_lp_b23 r14_lp_hi"
     elif [ "$ROUND" = 15 ]; then
-      B23=qa1,qa1,qa2,qa2,qa2,qa3,qa3,qa3,qa4,qa5
       with_config "$W/init_slow" "$W/init_l4" trainable_layers=4 || exit 1
       REC="$GEN $ROPE algo.lr=3e-5 algo.distill_weight=1.0 algo.recovery_states=0.5"
       train r15_rec $REC init_from="$W/init_slow" env.train.parts="$(parts 1 $Q1X3)" &
