@@ -1,19 +1,15 @@
-"""What a search option costs: the default model's k-step search of one question with the option
-on and off, side by side (order alternating per query), over the synthetic corpus of
-``search/run.py`` (real Shakespeare texts, random embeddings at real norms) laid out as one
-document or as documents of 50 chunks. Reported per layout: the median milliseconds of each side,
-their ratio, and how many picks differ.
+"""What the supersede rule (``QRAGConfig.supersede_margin``) costs a search: the default model's
+k-step search of one question with ``SearchSettings(supersede=True)`` and ``False``, side by side
+(order alternating per query), over the synthetic corpus of ``search/run.py`` (real Shakespeare
+texts, random embeddings at real norms) laid out as one document or as documents of 50 chunks.
 
-- ``--option supersede`` (``SearchSettings(supersede=True)`` against ``False``): each step's one
-  exact scan keeps Q's 32 best (``supersede.pools``), its pick and the chunks the rule may take
-  instead (until session 46 each pick sharing a term with the state paid one more exact scan;
-  the queries are corpus lines, so most picks share terms).
-- ``--option lexical_gap`` (``SearchSettings(lexical_gap=GAP)`` against ``0``): later steps where
-  Q's two best lie within the gap fuse BM25 of the question terms no pick names (one more BM25
-  scoring of those terms, and a deeper first BM25 ranking).
+With the rule each step's one exact scan keeps Q's 32 best (``supersede.pools``): its pick and
+the chunks the rule may take instead (until session 46 each pick sharing a term with the state
+paid one more exact scan; the queries are corpus lines, so most picks share terms). Reported per
+layout: the median milliseconds of each side, their ratio, and how many picks the rule replaced.
 
-    python -m benchmarks.search.option_cost --sizes 100000,400000 --queries 20
-    python -m benchmarks.search.option_cost --option lexical_gap --sizes 100000,400000 --queries 20
+    python -m benchmarks.search.supersede_cost --sizes 100000,400000 --queries 20 \\
+        --out benchmarks/search/results/supersede_cost.json
 """
 
 from __future__ import annotations
@@ -34,18 +30,9 @@ from qrag_integrations.core.search import MultiStepSearcher, SearchSettings
 DOC_CHUNKS = 50  # chunks per document in the "many documents" layout
 
 
-#: Each option's settings when on and when off.
-OPTIONS = {
-    "supersede": lambda gap: ({"supersede": True}, {"supersede": False}),
-    "lexical_gap": lambda gap: ({"lexical_gap": gap}, {"lexical_gap": 0}),
-}
-
-
-def measure(
-    model, index: ChunkIndex, queries: list[str], k: int, settings: tuple[dict, dict]
-) -> dict:
-    on = MultiStepSearcher(model, index, SearchSettings(**settings[0]))
-    off = MultiStepSearcher(model, index, SearchSettings(**settings[1]))
+def measure(model, index: ChunkIndex, queries: list[str], k: int) -> dict:
+    on = MultiStepSearcher(model, index, SearchSettings(supersede=True))
+    off = MultiStepSearcher(model, index, SearchSettings(supersede=False))
     on.search(queries[:1], k=k)  # builds the layout, BM25 and rotated copy once for both
     off.search(queries[:1], k=k)
     times = {"on": [], "off": []}
@@ -71,13 +58,11 @@ def measure(
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--checkpoint", default="packaged:qrag-general-minilm")
-    p.add_argument("--option", choices=sorted(OPTIONS), default="supersede")
-    p.add_argument("--gap", type=float, default=0.03, help="lexical_gap when on")
     p.add_argument("--sizes", default="100000,400000")
     p.add_argument("--queries", type=int, default=20)
     p.add_argument("--k", type=int, default=3)
     p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--out", default=None, help="default: results/OPTION_cost.json")
+    p.add_argument("--out", default="benchmarks/search/results/supersede_cost.json")
     args = p.parse_args(argv)
     harness.set_threads(args.threads)
     model = load_model(args.checkpoint).eval()
@@ -85,11 +70,8 @@ def main(argv: list[str] | None = None) -> None:
     with torch.inference_mode():
         norms = measure_real_norms(model, lines)
     queries = lines[1000 : 1000 + args.queries]
-    settings = OPTIONS[args.option](args.gap)
     out = {
-        "benchmark": "option_cost",
-        "option": args.option,
-        "settings_on_off": OPTIONS[args.option](args.gap),
+        "benchmark": "supersede_cost",
         "checkpoint": args.checkpoint,
         "k": args.k,
         "queries": args.queries,
@@ -104,14 +86,13 @@ def main(argv: list[str] | None = None) -> None:
                 ["d"] * n if layout == "one document" else [f"d{i // DOC_CHUNKS}" for i in range(n)]
             )
             index.add(texts, emb, doc_ids=docs)
-            row = {"n": n, "layout": layout, **measure(model, index, queries, args.k, settings)}
+            row = {"n": n, "layout": layout, **measure(model, index, queries, args.k)}
             print(row, flush=True)
             out["results"].append(row)
             del index
     out |= harness.provenance(argv, args.threads)
-    path = args.out or f"benchmarks/search/results/{args.option}_cost.json"
-    harness.write_json(path, out)
-    print(f"wrote {path}")
+    harness.write_json(args.out, out)
+    print(f"wrote {args.out}")
 
 
 if __name__ == "__main__":
