@@ -2,7 +2,8 @@
 the policy is unsure there, i.e. its two best untaken chunks are within a Q gap. Patches the fused
 pick of the retriever's search (written for the search of commit c4c7371), then runs
 ``benchmarks.general.run`` with the arguments given. ``GATE_TERMS=novel``: the question's BM25
-ranking there counts only chunks naming a question term that no pick names yet.
+ranking there counts only chunks naming a question term that no pick names yet; ``GATE_STOP``:
+see ``STOP``.
 
 The gap of a model comes from its ``lexical_steps`` (a run can then hold two gates): 6 -> 0.02,
 7 -> 0.03; give such a model ``lexical_steps`` >= every cell's picks so that every step reaches
@@ -23,6 +24,11 @@ from qrag_integrations.core import lexical, search
 
 GAPS = {6: 0.02, 7: 0.03}
 NOVEL = os.environ.get("GATE_TERMS") == "novel"
+#: ``GATE_STOP=sklearn``: question words in scikit-learn's English stop words (318) never count
+#: as uncovered ("where", "what", "before"); the fused BM25 ranking itself is unchanged.
+STOP = frozenset()
+if os.environ.get("GATE_STOP") == "sklearn":
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS as STOP
 _fused_best = lexical.fused_best
 _ranking = lexical.LexicalRanker.ranking
 
@@ -50,7 +56,8 @@ def fused_best(searcher, cands, words, state, picked, depth, dense=None):
         if len(dense) > 1 and dense[0][1] - dense[1][1] >= gap:
             return dense[0]  # the policy is sure: its own pick
         if NOVEL:
-            rest = terms(words.question).difference(*(terms(cands.chunk(r).text) for r in picked))
+            covered = [terms(cands.chunk(r).text) for r in picked]
+            rest = terms(words.question).difference(STOP, *covered)
             novel = (int(r) for r in words if int(r) not in picked)
             words = [r for r in novel if terms(cands.chunk(r).text) & rest][:depth]
     return _fused_best(searcher, cands, words, state, picked, depth, dense)
