@@ -15,6 +15,7 @@ the fused pick. Run from the repository root::
       --cells squad,hotpotqa,babilong-mixed-4000 --babi-n 60 --threads 2 --split val --out F.json
 """
 
+import itertools
 import os
 import sys
 
@@ -58,8 +59,9 @@ def fused_best(searcher, cands, words, state, picked, depth, dense=None):
         if NOVEL:
             covered = [terms(cands.chunk(r).text) for r in picked]
             rest = terms(words.question).difference(STOP, *covered)
-            novel = (int(r) for r in words if int(r) not in picked)
-            words = [r for r in novel if terms(cands.chunk(r).text) & rest][:depth]
+            untaken = (int(r) for r in words if int(r) not in picked)
+            named = (r for r in untaken if rest and terms(cands.chunk(r).text) & rest)
+            words = list(itertools.islice(named, depth))  # tokenize only as far as needed
     return _fused_best(searcher, cands, words, state, picked, depth, dense)
 
 
