@@ -105,6 +105,11 @@ class QRAGConfig:
     """How many first steps of a search fuse BM25 when ``lexical_depth`` is on
     (``SearchSettings.lexical_steps`` overrides it); ``None``: every step. BM25 ranks by the bare
     question, which finds a question's first fact but not the next hop."""
+    lexical_gap: float | None = None
+    """After the first ``lexical_steps``, a step still fuses BM25 when the policy is unsure there,
+    its two best untaken chunks within this Q gap; BM25 then counts only chunks that name a
+    question term no pick names yet (:mod:`~qrag_integrations.core.lexical`;
+    ``SearchSettings.lexical_gap`` overrides it). ``None`` or 0: never."""
     supersede_margin: float | None = None
     """A later restatement supersedes a pick (:mod:`~qrag_integrations.core.supersede`): the
     latest chunk of the pick's document after it whose Q-value is within this margin of the
@@ -145,6 +150,8 @@ class QRAGConfig:
             raise ValueError(f"lexical_depth must be None or >= 1, got {self.lexical_depth}")
         if self.lexical_steps is not None and self.lexical_steps < 1:
             raise ValueError(f"lexical_steps must be None or >= 1, got {self.lexical_steps}")
+        if self.lexical_gap is not None and not self.lexical_gap >= 0:
+            raise ValueError(f"lexical_gap must be None or >= 0, got {self.lexical_gap}")
         margin, similarity = self.supersede_margin, self.supersede_similarity
         if margin is not None and (isinstance(margin, bool) or not margin >= 0):
             raise ValueError(f"supersede_margin must be None or >= 0, got {margin!r}")

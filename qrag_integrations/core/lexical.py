@@ -1,12 +1,23 @@
-"""Lexical fusion: the policy's Q ranking fused with BM25 of the question at every step.
+"""Lexical fusion: the policy's Q ranking fused with BM25 of the question.
 
-Each step ranks the ``depth`` best untaken chunks by Q (the state of that step) and the
+A fused step ranks the ``depth`` best untaken chunks by Q (the state of that step) and the
 ``depth`` best untaken chunks by BM25 of the bare question, and picks the best by reciprocal
 rank fusion, ``1 / (60 + rank)`` from each ranking (LangChain's ``EnsembleRetriever`` fuses
 a dense and a BM25 retriever the same way, once). The pick is therefore always one of the Q
 ranking's ``depth`` best, re-ordered by BM25: a chunk that only BM25 ranks scores at most
 ``1 / 61``, which Q's best chunk always reaches (and equals win in Q's order). The reported
 Q-value is the pick's exact Q.
+
+The first ``lexical_steps`` steps fuse always; with a ``lexical_gap`` a later step fuses only when
+the policy is unsure there, its two best untaken chunks within that Q gap of each other (else
+Q's best is the pick, as without fusion), and its BM25 ranking then counts only chunks that name
+a question term that no pick names yet (stop words never count:
+:mod:`~qrag_integrations.core.stopwords`). After a first pick, a multi-hop question's next hop is
+mostly a clear best by Q, which BM25 of the question (it does not name the bridge) would push
+down; a single-hop question whose answer was missed leaves Q near-flat, and there the question's
+words find it; once the picks name every question term, BM25 has nothing left to add (the
+third fact of "Where was the apple before the kitchen?" names neither word). Validation:
+``benchmarks/general/results/explore_confgate/``.
 
 BM25 comes from ``bm25s`` (English stop words; a dependency), one index per snapshot of
 the chunks, built on first use and rebuilt when the chunks change.
@@ -18,6 +29,7 @@ import functools
 import logging
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -30,6 +42,7 @@ from qrag_integrations.core.scan import (
     inner_products_cpu,
     score_at_positions,
 )
+from qrag_integrations.core.stopwords import ENGLISH_STOP_WORDS
 
 if TYPE_CHECKING:
     from qrag_integrations.core.candidates import IndexCandidates
@@ -50,6 +63,15 @@ def check_depth(depth: int | None) -> None:
     """Raise :class:`~qrag_integrations.core.errors.QRAGError` unless ``depth`` is ``None`` or
     an integer >= 0 (0: no fusion)."""
     _check_count("lexical_depth", depth, 0)
+
+
+def check_gap(gap: float | None) -> None:
+    """Raise :class:`~qrag_integrations.core.errors.QRAGError` unless ``gap`` is ``None`` or a
+    number >= 0 (0: no fusion after the first ``lexical_steps``)."""
+    if gap is not None and (
+        isinstance(gap, bool) or not isinstance(gap, (int, float)) or not gap >= 0
+    ):
+        raise QRAGError(f"lexical_gap must be None or a number >= 0, got {gap!r}")
 
 
 def check_steps(steps: int | None) -> None:
@@ -79,9 +101,13 @@ def bm25_index(texts: Sequence[str]) -> Any:
     return index
 
 
+#: How every text is tokenized for BM25: English stop words out, tokens as strings.
+TOKENS = {"stopwords": "en", "return_ids": False, "show_progress": False}
+
+
 def bm25_query(question: str) -> list[list[str]]:
     """``question``'s tokens for :func:`bm25_index`'s indexes (a batch of one)."""
-    return _bm25s().tokenize([question], stopwords="en", return_ids=False, show_progress=False)
+    return _bm25s().tokenize([question], **TOKENS)
 
 
 class LexicalRanker:
@@ -92,17 +118,20 @@ class LexicalRanker:
         # never used
         self._slot = BuiltFor()
 
+    def _scores(self, cands: IndexCandidates, tokens: list[str]) -> np.ndarray:
+        """BM25 of ``tokens`` for each candidate (document order among ``cands``)."""
+        snap = cands.snap
+        index = self._slot.get(snap.embeddings, lambda: bm25_index([c.text for c in snap.chunks]))
+        scores = np.asarray(index.get_scores(tokens), dtype=np.float64)
+        return scores if cands.rows is None else scores[cands.rows]
+
     def ranking(
         self, cands: IndexCandidates, question: str, limit: int | None = None
     ) -> np.ndarray:
         """Candidate ranks (document order among ``cands``) with a positive BM25 score for
         ``question``, best first (ties in document order); the first ``limit`` of them when given
         (a search needs its depth plus its fused steps' picks, not a sort of every hit)."""
-        snap = cands.snap
-        index = self._slot.get(snap.embeddings, lambda: bm25_index([c.text for c in snap.chunks]))
-        scores = np.asarray(index.get_scores(bm25_query(question)[0]), dtype=np.float64)
-        if cands.rows is not None:
-            scores = scores[cands.rows]
+        scores = self._scores(cands, bm25_query(question)[0])
         hits = np.flatnonzero(scores > 0)
         if limit is not None and limit < hits.size:
             # every hit scoring at least the limit-th best: the same first ``limit`` as a full
@@ -110,6 +139,20 @@ class LexicalRanker:
             cut = np.partition(scores[hits], hits.size - limit)[hits.size - limit]
             hits = hits[scores[hits] >= cut]
         return hits[np.argsort(-scores[hits], kind="stable")][:limit]
+
+    def novel(
+        self, cands: IndexCandidates, ranking: np.ndarray, question: str, picked: Sequence[int]
+    ) -> np.ndarray:
+        """The entries of ``ranking`` that name a term of ``question`` that no picked chunk
+        names (a chunk names a term when the term's BM25 for it is positive); terms in
+        :data:`~qrag_integrations.core.stopwords.ENGLISH_STOP_WORDS` never count."""
+        texts = [cands.chunk(r).text for r in picked]
+        covered = set().union(*_bm25s().tokenize(texts, **TOKENS)) if texts else set()
+        covered |= ENGLISH_STOP_WORDS
+        rest = [t for t in bm25_query(question)[0] if t not in covered]
+        if not rest:
+            return ranking[:0]
+        return ranking[self._scores(cands, rest)[ranking] > 0]
 
 
 def top_by_q(
@@ -204,3 +247,83 @@ def fused_best(
     # first of equals: the Q ranking's order, so the best is one of ``dense`` (module docstring)
     best = max(score, key=score.__getitem__)
     return next(hit for hit in dense if hit[0] == best)
+
+
+@dataclass(frozen=True)
+class Fusion:
+    """Where one search fuses BM25 of its questions (:func:`fusion_of`)."""
+
+    candidates: Sequence[IndexCandidates]
+    """Each question's candidates."""
+    questions: Sequence[str]
+    """The questions."""
+    words: dict[int, np.ndarray]
+    """Each question's BM25 ranking (:meth:`LexicalRanker.ranking`), by question number."""
+    depth: int
+    """Chunks taken from each ranking (``lexical_depth``)."""
+    steps: int
+    """The first steps, which fuse always (``lexical_steps``)."""
+    gap: float | None
+    """A later step fuses where Q's two best untaken lie within this gap (``lexical_gap``)."""
+
+    def at(self, step: int) -> bool:
+        """Whether step ``step`` (from 1) may fuse."""
+        return step <= self.steps or self.gap is not None
+
+
+def fusion_of(
+    searcher: MultiStepSearcher,
+    candidates: Sequence[IndexCandidates],
+    questions: Sequence[str],
+    active: Sequence[int],
+    depth: int | None,
+    k: int,
+) -> Fusion | None:
+    """The fusion of a search of ``k`` steps at ``depth`` (``None``: none); steps and gap are
+    the settings', else the model's."""
+    if depth is None:
+        return None
+    settings, config = searcher.settings, searcher.model.config
+    steps = min(k, settings.lexical_steps or config.lexical_steps or k)
+    gap = config.lexical_gap if settings.lexical_gap is None else settings.lexical_gap
+    gap = (gap or None) if steps < k else None
+    # as deep as fusion may go: a gated step's filter may pass over any number of chunks
+    reach = depth + steps if gap is None else None
+    ranker = searcher._lexical
+    words = {b: ranker.ranking(candidates[b], questions[b], reach) for b in active}
+    return Fusion(candidates, questions, words, depth, steps, gap)
+
+
+def fused_picks(
+    searcher: MultiStepSearcher,
+    fusion: Fusion,
+    step: int,
+    active: Sequence[int],
+    states: torch.Tensor,
+    picked: list[list[int]],
+    pool: list[list[tuple[int, float, int]]] | None,
+    one_layout: bool,
+) -> list[tuple[int, float, int] | None]:
+    """The fused pick of each active question ``b`` (row ``i`` of ``states``) at ``step``. In
+    the first ``fusion.steps`` steps :func:`fused_best`; later, Q's best where it leads the next
+    by at least ``fusion.gap``, else :func:`fused_best` with the question's ranking cut to chunks
+    that name a question term no pick names (:meth:`LexicalRanker.novel`). Q's best come from
+    the step's ``pool`` when it has one, else from one shared scan where the batch has one
+    layout, else one scan each."""
+    candidates, depth = fusion.candidates, fusion.depth
+    gap = fusion.gap if step > fusion.steps else None
+    tops = pool and [p[:depth] for p in pool]
+    if tops is None and one_layout:
+        taken = [picked[b] for b in active]
+        tops = top_by_q_shared(searcher, candidates[0], states, taken, depth)
+    best: list[tuple[int, float, int] | None] = []
+    for i, b in enumerate(active):
+        cands, words = candidates[b], fusion.words[b]
+        dense = top_by_q(searcher, cands, states[i], picked[b], depth) if tops is None else tops[i]
+        if gap is not None and dense:
+            if len(dense) == 1 or dense[0][1] - dense[1][1] >= gap:
+                best.append(dense[0])  # the policy is sure here
+                continue
+            words = searcher._lexical.novel(cands, words, fusion.questions[b], picked[b])
+        best.append(fused_best(searcher, cands, words, states[i], picked[b], depth, dense))
+    return best

@@ -30,9 +30,10 @@ from qrag_integrations.core.index import ChunkIndex
 from qrag_integrations.core.lexical import (
     LexicalRanker,
     check_depth,
+    check_gap,
     check_steps,
-    fused_best,
-    top_by_q_shared,
+    fused_picks,
+    fusion_of,
 )
 from qrag_integrations.core.model import QRAGModel
 from qrag_integrations.core.positions import layout_runs, rotate_as
@@ -91,6 +92,10 @@ class SearchSettings:
     lexical_steps: int | None = None
     """How many first steps fuse BM25; ``None``: the model's ``QRAGConfig.lexical_steps``
     (``None`` there: every step)."""
+    lexical_gap: float | None = None
+    """A step after the first ``lexical_steps`` fuses where Q's two best untaken lie within this
+    gap (BM25 then counts chunks naming a question term no pick names); ``None``: the model's
+    ``QRAGConfig.lexical_gap``; ``0``: never."""
     supersede: bool | None = None
     """Later restatements supersede picks (:mod:`~qrag_integrations.core.supersede`); ``None``: the model's."""
 
@@ -98,6 +103,7 @@ class SearchSettings:
         check_scan(self.scan, self.rescore)
         check_depth(self.lexical_depth)
         check_steps(self.lexical_steps)
+        check_gap(self.lexical_gap)
 
 
 class MultiStepSearcher:
@@ -226,12 +232,7 @@ class MultiStepSearcher:
         active = [b for b in range(len(queries)) if candidates[b].n > 0]
         question_row: dict[int, int] = {}
         questions = torch.empty(0)
-        depth = self._lexical_depth(candidates)
-        fused_steps = min(k, self.settings.lexical_steps or self.model.config.lexical_steps or k)
-        words = {
-            b: self._lexical.ranking(candidates[b], queries[b], depth + fused_steps)  # type: ignore[arg-type, operator]
-            for b in (active if depth is not None else [])
-        }
+        fusion = fusion_of(self, candidates, queries, active, self._lexical_depth(candidates), k)  # type: ignore[arg-type]
         positions = self.model.config.position_mode.moves
         margin = search_margin(self, candidates)
         for step in range(1, k + 1):
@@ -252,17 +253,8 @@ class MultiStepSearcher:
             best: list[tuple[int, float, int] | None]
             one_layout = shared and (step == 1 or not positions)  # one scan serves the batch
             pool = pools(self, candidates, active, states, picked, one_layout, margin)
-            if depth is not None and step <= fused_steps:
-                tops = pool and [p[:depth] for p in pool]
-                if tops is None and one_layout:
-                    taken = [picked[b] for b in active]
-                    tops = top_by_q_shared(self, candidates[0], states, taken, depth)  # type: ignore[arg-type]
-                best = [
-                    fused_best(
-                        self, candidates[b], words[b], states[i], picked[b], depth, tops and tops[i]
-                    )  # type: ignore[arg-type]
-                    for i, b in enumerate(active)
-                ]
+            if fusion is not None and fusion.at(step):
+                best = fused_picks(self, fusion, step, active, states, picked, pool, one_layout)
             elif pool is not None:
                 best = [pool_best(p) for p in pool]
             elif use_faiss:

@@ -107,6 +107,8 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
     """BM25 fusion depth in the model's lexical_steps (N by Q, N by BM25); None: model's; 0: off."""
     lexical_steps: int | None = Field(default=None, ge=1)
     """First steps that fuse BM25 when fusion is on; None: the model's own (every step if unset)."""
+    lexical_gap: float | None = Field(default=None, ge=0)
+    """Later steps fuse BM25 where Q's two best lie within this gap; None: the model's; 0: never."""
     supersede: bool | None = None
     """Later restatements supersede picks (``core.supersede``); None: the model's; False: off."""
     candidates_per_step: int = Field(default=64, ge=1)
@@ -205,6 +207,7 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
             rescore=self.rescore,
             lexical_depth=self.lexical_depth,
             lexical_steps=self.lexical_steps,
+            lexical_gap=self.lexical_gap,
             supersede=self.supersede,
         )
         self._corpus = IndexCorpus(model, index, settings)

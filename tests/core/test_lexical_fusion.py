@@ -13,6 +13,7 @@ from qrag_integrations.core.errors import QRAGError
 from qrag_integrations.core.index import ChunkIndex
 from qrag_integrations.core.lexical import RRF_C
 from qrag_integrations.core.search import MultiStepSearcher, SearchSettings
+from qrag_integrations.core.stopwords import ENGLISH_STOP_WORDS
 
 WORDS = ["apple", "river", "garden", "kitchen", "football", "office", "milk", "castle"]
 TEXTS = [f"{WORDS[i % 8]} {WORDS[(3 * i + 1) % 8]} note {i}" for i in range(24)]
@@ -28,10 +29,16 @@ def word_index() -> ChunkIndex:
     return index
 
 
-def reference(model, index, query, k, depth, rows=None, steps=None):
+def terms(text: str) -> set[str]:
+    return set(bm25s.tokenize([text], stopwords="en", return_ids=False, show_progress=False)[0])
+
+
+def reference(model, index, query, k, depth, rows=None, steps=None, gap=None, gaps=None):
     """Per step: exact Q of every candidate at its layout position, the BM25 ranking of the
     question, reciprocal rank fusion of the top ``depth`` of each (ties: Q order); after
-    ``steps`` steps (``None``: never), the best by Q alone."""
+    ``steps`` steps (``None``: never), the best by Q alone, unless a ``gap`` is given and Q's two
+    best untaken lie closer than it (each later step's gap is appended to ``gaps``): then the
+    BM25 ranking counts only chunks that name a question term (not a stop word) no pick names."""
     snap = index.snapshot()
     rows = list(range(len(snap))) if rows is None else rows
     texts = [snap.chunks[r].text for r in rows]
@@ -45,13 +52,21 @@ def reference(model, index, query, k, depth, rows=None, steps=None):
     for step in range(1, min(k, n) + 1):
         q, pos = step_q_values(model, query, texts, emb, picked)
         order = [int(r) for r in torch.argsort(q, descending=True, stable=True)]
-        if steps is not None and step > steps:
-            best = next(r for r in order if r not in picked)
+        untaken = [r for r in order if r not in picked]
+        later_gap = float(q[untaken[0]] - q[untaken[1]]) if len(untaken) > 1 else float("inf")
+        if steps is not None and step > steps and gaps is not None:
+            gaps.append(later_gap)
+        if steps is not None and step > steps and (gap is None or later_gap >= gap):
+            best = untaken[0]
             out.append((snap.chunks[rows[best]].id, step, float(q[best]), int(pos[best])))
             picked.append(best)
             continue
         dense = [r for r in order if r not in picked][:depth]
-        words = [r for r in lexical if r not in picked][:depth]
+        words = [r for r in lexical if r not in picked]
+        if steps is not None and step > steps:  # unsure: chunks naming a term no pick names
+            rest = terms(query).difference(ENGLISH_STOP_WORDS, *(terms(texts[r]) for r in picked))
+            words = [r for r in words if terms(texts[r]) & rest]
+        words = words[:depth]
         fused: dict[int, float] = {}
         for ranking in (dense, words):
             for i, r in enumerate(ranking):
@@ -116,6 +131,43 @@ def test_fusion_can_stop_after_the_first_steps(
         assert_same(as_tuples(hits), reference(model, index, query, 4, 3, steps=1))
     every_step = [reference(model, index, q, 4, 3) for q in QUERIES]
     assert [as_tuples(h) for h in got] != every_step  # the later steps are not fused
+
+
+@pytest.mark.parametrize("mode", ["none", "relative"])
+@pytest.mark.parametrize("where", ["settings", "model"])
+def test_later_steps_fuse_where_q_is_unsure(
+    make_model, mode: str, where: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = make_model(mode)
+    index = word_index()
+    gaps: list[float] = []
+    for q in QUERIES:
+        reference(model, index, q, 5, 3, steps=1, gap=0.0, gaps=gaps)
+    gap = float(np.median(gaps))  # about half the later steps each way
+    if where == "model":
+        monkeypatch.setattr(model.config, "lexical_steps", 1)  # the model is shared
+        monkeypatch.setattr(model.config, "lexical_gap", gap)
+        settings = SearchSettings(lexical_depth=3)
+    else:
+        settings = SearchSettings(lexical_depth=3, lexical_steps=1, lexical_gap=gap)
+    got = MultiStepSearcher(model, index, settings).search(QUERIES, k=5)
+    for query, hits in zip(QUERIES, got):
+        assert_same(as_tuples(hits), reference(model, index, query, 5, 3, steps=1, gap=gap))
+    first_only = [reference(model, index, q, 5, 3, steps=1) for q in QUERIES]
+    every_step = [reference(model, index, q, 5, 3) for q in QUERIES]
+    assert [as_tuples(h) for h in got] not in (first_only, every_step)
+    # a gap of 0 in the settings turns the model's off: fusion in the first steps only
+    off = SearchSettings(lexical_depth=3, lexical_steps=1, lexical_gap=0)
+    for hits, want in zip(MultiStepSearcher(model, index, off).search(QUERIES, k=5), first_only):
+        assert_same(as_tuples(hits), want)
+
+
+def test_bad_gaps_name_the_problem() -> None:
+    for bad in (-0.1, "0.1", True, float("nan")):
+        with pytest.raises(QRAGError, match="lexical_gap"):
+            SearchSettings(lexical_gap=bad)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="lexical_gap"):
+        QRAGConfig(lexical_gap=-1.0)
 
 
 def test_bad_steps_name_the_problem() -> None:
@@ -215,7 +267,7 @@ def test_a_batch_scans_its_fused_steps_once_with_the_same_picks(
     calls = []
     shared = lexical.top_by_q_shared
     monkeypatch.setattr(
-        "qrag_integrations.core.search.top_by_q_shared",
+        "qrag_integrations.core.lexical.top_by_q_shared",
         lambda *a: calls.append(shared(*a)) or calls[-1],
     )
     together = MultiStepSearcher(model, index, settings).search(QUERIES, k=4)
@@ -241,3 +293,38 @@ def test_a_limited_bm25_ranking_is_the_head_of_the_full_one() -> None:
         assert len(full) > 3
         for limit in (1, 2, 3, 7, len(full), len(full) + 5):
             assert ranker.ranking(cands, query, limit).tolist() == full[:limit].tolist()
+
+
+def test_novel_terms_leave_out_what_the_picks_name_and_stop_words() -> None:
+    """A later step's filter: chunks naming a question term that is neither a stop word nor named
+    by a pick, in the ranking's order; none once no such term is left."""
+    from qrag_integrations.core.candidates import IndexCandidates
+    from qrag_integrations.core.lexical import LexicalRanker
+
+    texts = [
+        "the milk is in the office",  # 0
+        "milk before noon",  # 1: names "before", a stop word bm25s's list keeps
+        "the office where John went",  # 2
+        "a garden of milk",  # 3
+        "nothing here",  # 4
+    ]
+    index = ChunkIndex(4)
+    index.add(texts, torch.randn(len(texts), 4, generator=torch.Generator().manual_seed(0)))
+    cands = IndexCandidates.of(index.snapshot(), None)
+    ranker = LexicalRanker()
+    question = "Where was the milk before the office?"
+    ranking = ranker.ranking(cands, question)
+    assert {"where", "before"} <= terms(question)  # bm25s keeps them; the filter must not
+    assert ranker.novel(cands, ranking, question, [0]).tolist() == []  # milk and office named
+    assert ranker.novel(cands, ranking, question, [3]).tolist() == [
+        r for r in ranking.tolist() if r in (0, 2)
+    ]  # milk named: chunks naming "office"
+    assert ranker.novel(cands, ranking, question, []).tolist() == [
+        r for r in ranking.tolist() if r != 4
+    ]
+
+
+def test_stop_words_are_scikit_learns() -> None:
+    """The frozen copy equals scikit-learn's list (a test dependency, not the package's)."""
+    text = pytest.importorskip("sklearn.feature_extraction.text")
+    assert ENGLISH_STOP_WORDS == text.ENGLISH_STOP_WORDS

@@ -1,4 +1,5 @@
-"""The retriever's search fields (BM25 fusion: ``lexical_depth``, ``lexical_steps``; ``supersede``) reach the core search."""
+"""The retriever's search fields (BM25 fusion: ``lexical_depth``, ``lexical_steps``,
+``lexical_gap``; ``supersede``) reach the core search."""
 
 from __future__ import annotations
 
@@ -30,6 +31,20 @@ def test_lexical_steps_limits_fusion_as_the_core_search_does(make_model) -> None
         results[steps] = [ids_of(retriever.invoke(q)) for q in QUERIES]
         assert results[steps] == [[h.chunk.id for h in hits] for hits in core]
     assert results[1] != results[None]  # fusing only the first step changes later picks
+
+
+def test_lexical_gap_reaches_the_core_search(make_model) -> None:
+    model = make_model("none")
+    results: dict[float | None, list[list[str]]] = {}
+    for gap in (None, 1e6):  # None: the model's (none); 1e6: every later step is unsure
+        settings = {"lexical_depth": 3, "lexical_steps": 1, "lexical_gap": gap}
+        retriever = QRAGRetriever(model=model, texts=TEXTS, k=4, **settings)
+        core = MultiStepSearcher(model, retriever.index, SearchSettings(**settings))
+        results[gap] = [ids_of(retriever.invoke(q)) for q in QUERIES]
+        assert results[gap] == [[h.chunk.id for h in hits] for hits in core.search(QUERIES, k=4)]
+    assert results[None] != results[1e6]
+    with pytest.raises(ValueError, match="lexical_gap"):
+        QRAGRetriever(model=model, lexical_gap=-0.5)
 
 
 def test_bad_lexical_steps_is_refused_by_name(make_model) -> None:

@@ -33,6 +33,7 @@ SETTINGS = (
     "rescore",
     "lexical_depth",
     "lexical_steps",
+    "lexical_gap",
     "device",
     "checkpoint",
 )
@@ -108,6 +109,7 @@ def test_round_trip_keeps_results_and_every_setting(qrag_checkpoint, tmp_path):
         rescore=3,
         lexical_depth=5,
         lexical_steps=1,
+        lexical_gap=0.01,
     )
     r.save(tmp_path / "saved")
     loaded = QRAGRetriever.load(tmp_path / "saved")
@@ -120,7 +122,7 @@ def test_round_trip_keeps_results_and_every_setting(qrag_checkpoint, tmp_path):
     )
     assert loaded.index.dtype == r.index.dtype
     assert loaded.scan == "binary" and loaded.rescore == 3 and loaded.lexical_depth == 5
-    assert loaded.lexical_steps == 1
+    assert loaded.lexical_steps == 1 and loaded.lexical_gap == 0.01
     assert [len(x) for x in got] == [4, 4]
     assert [n.node.node_id for n in loaded.retrieve(QUESTIONS[0])] == [x[0] for x in got[0]]
     # device can be overridden at load time

@@ -106,7 +106,13 @@ def test_store_retriever_refuses_index_and_save(model: QRAGModel, tmp_path: Path
         QRAGRetriever.from_store(model=model, store=object())
     with pytest.raises(QRAGError, match="collection_name"):
         QRAGRetriever.from_store(model=model, store=QdrantClient(":memory:"))
-    for option in ({"scan": "int8"}, {"rescore": 5}, {"lexical_depth": 20}, {"lexical_steps": 1}):
+    for option in (
+        {"scan": "int8"},
+        {"rescore": 5},
+        {"lexical_depth": 20},
+        {"lexical_steps": 1},
+        {"lexical_gap": 0.02},
+    ):
         with pytest.raises(QRAGError, match="in-memory index's scan"):
             QRAGRetriever.from_store(model=model, **store_of("langchain", model), **option)
 

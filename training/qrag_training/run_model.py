@@ -23,6 +23,7 @@ _SETTINGS_TAKEN_FROM_RUN = (
     "question_weight",
     "lexical_depth",
     "lexical_steps",
+    "lexical_gap",
     "supersede_margin",
     "supersede_similarity",
 )

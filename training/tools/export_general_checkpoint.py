@@ -188,6 +188,13 @@ def main() -> None:
         help="first steps that fuse BM25, saved as the model's own (QRAGConfig.lexical_steps)",
     )
     p.add_argument(
+        "--lexical-gap",
+        type=float,
+        default=None,
+        help="later steps fuse BM25 where Q's two best lie within this gap, saved as the model's "
+        "own (QRAGConfig.lexical_gap; default: the source's)",
+    )
+    p.add_argument(
         "--supersede-margin",
         type=float,
         default=None,
@@ -211,6 +218,8 @@ def main() -> None:
     model.config.lexical_steps = args.lexical_steps
     if args.question_weight is not None:
         model.config.question_weight = args.question_weight
+    if args.lexical_gap is not None:
+        model.config.lexical_gap = args.lexical_gap or None
     if args.supersede_margin is not None:
         model.config.supersede_margin = args.supersede_margin
     notes = card_notes(

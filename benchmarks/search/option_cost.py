@@ -1,15 +1,19 @@
-"""What the supersede rule (``QRAGConfig.supersede_margin``) costs a search: the default model's
-k-step search of one question with ``SearchSettings(supersede=True)`` and ``False``, side by side
-(order alternating per query), over the synthetic corpus of ``search/run.py`` (real Shakespeare
-texts, random embeddings at real norms) laid out as one document or as documents of 50 chunks.
+"""What a search option costs: the default model's k-step search of one question with the option
+on and off, side by side (order alternating per query), over the synthetic corpus of
+``search/run.py`` (real Shakespeare texts, random embeddings at real norms) laid out as one
+document or as documents of 50 chunks. Reported per layout: the median milliseconds of each side,
+their ratio, and how many picks differ.
 
-With the rule each step's one exact scan keeps Q's 32 best (``supersede.pools``): its pick and
-the chunks the rule may take instead (until session 46 each pick sharing a term with the state
-paid one more exact scan; the queries are corpus lines, so most picks share terms). Reported per
-layout: the median milliseconds of each side, their ratio, and how many picks the rule replaced.
+- ``--option supersede`` (``SearchSettings(supersede=True)`` against ``False``): each step's one
+  exact scan keeps Q's 32 best (``supersede.pools``), its pick and the chunks the rule may take
+  instead (until session 46 each pick sharing a term with the state paid one more exact scan;
+  the queries are corpus lines, so most picks share terms).
+- ``--option lexical_gap`` (``SearchSettings(lexical_gap=GAP)`` against ``0``): later steps where
+  Q's two best lie within the gap fuse BM25 of the question terms no pick names (one more BM25
+  scoring of those terms, and the question's whole BM25 ranking sorted instead of its head).
 
-    python -m benchmarks.search.supersede_cost --sizes 100000,400000 --queries 20 \\
-        --out benchmarks/search/results/supersede_cost.json
+    python -m benchmarks.search.option_cost --sizes 100000,400000 --queries 20
+    python -m benchmarks.search.option_cost --option lexical_gap --sizes 100000,400000 --queries 20
 """
 
 from __future__ import annotations
@@ -30,9 +34,18 @@ from qrag_integrations.core.search import MultiStepSearcher, SearchSettings
 DOC_CHUNKS = 50  # chunks per document in the "many documents" layout
 
 
-def measure(model, index: ChunkIndex, queries: list[str], k: int) -> dict:
-    on = MultiStepSearcher(model, index, SearchSettings(supersede=True))
-    off = MultiStepSearcher(model, index, SearchSettings(supersede=False))
+#: Each option's settings when on and when off.
+OPTIONS = {
+    "supersede": lambda gap: ({"supersede": True}, {"supersede": False}),
+    "lexical_gap": lambda gap: ({"lexical_gap": gap}, {"lexical_gap": 0}),
+}
+
+
+def measure(
+    model, index: ChunkIndex, queries: list[str], k: int, settings: tuple[dict, dict]
+) -> dict:
+    on = MultiStepSearcher(model, index, SearchSettings(**settings[0]))
+    off = MultiStepSearcher(model, index, SearchSettings(**settings[1]))
     on.search(queries[:1], k=k)  # builds the layout, BM25 and rotated copy once for both
     off.search(queries[:1], k=k)
     times = {"on": [], "off": []}
@@ -58,11 +71,13 @@ def measure(model, index: ChunkIndex, queries: list[str], k: int) -> dict:
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--checkpoint", default="packaged:qrag-general-minilm")
+    p.add_argument("--option", choices=sorted(OPTIONS), default="supersede")
+    p.add_argument("--gap", type=float, default=0.03, help="lexical_gap when on")
     p.add_argument("--sizes", default="100000,400000")
     p.add_argument("--queries", type=int, default=20)
     p.add_argument("--k", type=int, default=3)
     p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--out", default="benchmarks/search/results/supersede_cost.json")
+    p.add_argument("--out", default=None, help="default: results/OPTION_cost.json")
     args = p.parse_args(argv)
     harness.set_threads(args.threads)
     model = load_model(args.checkpoint).eval()
@@ -70,8 +85,11 @@ def main(argv: list[str] | None = None) -> None:
     with torch.inference_mode():
         norms = measure_real_norms(model, lines)
     queries = lines[1000 : 1000 + args.queries]
+    settings = OPTIONS[args.option](args.gap)
     out = {
-        "benchmark": "supersede_cost",
+        "benchmark": "option_cost",
+        "option": args.option,
+        "settings_on_off": OPTIONS[args.option](args.gap),
         "checkpoint": args.checkpoint,
         "k": args.k,
         "queries": args.queries,
@@ -86,13 +104,14 @@ def main(argv: list[str] | None = None) -> None:
                 ["d"] * n if layout == "one document" else [f"d{i // DOC_CHUNKS}" for i in range(n)]
             )
             index.add(texts, emb, doc_ids=docs)
-            row = {"n": n, "layout": layout, **measure(model, index, queries, args.k)}
+            row = {"n": n, "layout": layout, **measure(model, index, queries, args.k, settings)}
             print(row, flush=True)
             out["results"].append(row)
             del index
     out |= harness.provenance(argv, args.threads)
-    harness.write_json(args.out, out)
-    print(f"wrote {args.out}")
+    path = args.out or f"benchmarks/search/results/{args.option}_cost.json"
+    harness.write_json(path, out)
+    print(f"wrote {path}")
 
 
 if __name__ == "__main__":
