@@ -33,6 +33,7 @@ from qrag_integrations.core.options import check_options
 from qrag_integrations.core.persistence import save_retriever
 from qrag_integrations.core.search import Hit, SearchSettings
 from qrag_integrations.frameworks.constructors import (
+    SCAN_FIELDS,
     STORE_FIELDS,
     RetrieverConstructors,
     check_store_options,
@@ -201,15 +202,8 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
             raise IndexMismatchError(
                 f"index embedding size {index.embedding_dim} != model embedding size {model.embedding_dim}"
             )
-        settings = SearchSettings(
-            faiss_candidates=self.faiss_candidates,
-            scan=self.scan,
-            rescore=self.rescore,
-            lexical_depth=self.lexical_depth,
-            lexical_steps=self.lexical_steps,
-            lexical_gap=self.lexical_gap,
-            supersede=self.supersede,
-        )
+        scan = {name: getattr(self, name) for name in SCAN_FIELDS}  # the search's own settings
+        settings = SearchSettings(faiss_candidates=self.faiss_candidates, **scan)
         self._corpus = IndexCorpus(model, index, settings)
         if texts is not None:
             self.add_texts(texts, metadatas=metadatas, ids=ids)

@@ -21,7 +21,7 @@ def test_optional_test_packages_are_in_the_test_extra_and_no_test_skips() -> Non
     project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
     test_extra = project["project"]["optional-dependencies"]["test"]
     extra = {re.split(r"[<>=!~ \[]", req, maxsplit=1)[0] for req in test_extra}
-    assert {"langchain-text-splitters", "rotary-embedding-torch"} <= extra
+    assert {"langchain-text-splitters", "rotary-embedding-torch", "scikit-learn"} <= extra
     skipping = [
         str(path.relative_to(REPO))
         for path in (REPO / "tests").rglob("*.py")
