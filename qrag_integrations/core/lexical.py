@@ -26,6 +26,7 @@ the chunks, built on first use and rebuilt when the chunks change.
 from __future__ import annotations
 
 import functools
+import itertools
 import logging
 import math
 from collections.abc import Sequence
@@ -242,7 +243,8 @@ def fused_best(
     if not dense:
         return None
     taken = set(picked)
-    words = [int(r) for r in lexical if int(r) not in taken][:depth]
+    # read the ranking only as far as needed: a gated step's ranking holds every BM25 hit
+    words = list(itertools.islice((r for r in map(int, lexical) if r not in taken), depth))
     score = rrf_scores([r for r, _, _ in dense], words)
     # first of equals: the Q ranking's order, so the best is one of ``dense`` (module docstring)
     best = max(score, key=score.__getitem__)
