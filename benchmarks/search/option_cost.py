@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> None:
     out = {
         "benchmark": "option_cost",
         "option": args.option,
-        "settings_on_off": OPTIONS[args.option](args.gap),
+        "settings_on_off": settings,
         "checkpoint": args.checkpoint,
         "k": args.k,
         "queries": args.queries,

@@ -202,8 +202,8 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
             raise IndexMismatchError(
                 f"index embedding size {index.embedding_dim} != model embedding size {model.embedding_dim}"
             )
-        scan = {name: getattr(self, name) for name in SCAN_FIELDS}  # the search's own settings
-        settings = SearchSettings(faiss_candidates=self.faiss_candidates, **scan)
+        own = {name: getattr(self, name) for name in SCAN_FIELDS}  # the in-memory search's fields
+        settings = SearchSettings(faiss_candidates=self.faiss_candidates, **own)
         self._corpus = IndexCorpus(model, index, settings)
         if texts is not None:
             self.add_texts(texts, metadatas=metadatas, ids=ids)
