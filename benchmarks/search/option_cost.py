@@ -9,8 +9,9 @@ their ratio, and how many picks differ.
   instead (until session 46 each pick sharing a term with the state paid one more exact scan;
   the queries are corpus lines, so most picks share terms).
 - ``--option lexical_gap`` (``SearchSettings(lexical_gap=GAP)`` against ``0``): later steps where
-  Q's two best lie within the gap fuse BM25 of the question terms no pick names (one more BM25
-  scoring of those terms, and the question's whole BM25 ranking sorted instead of its head).
+  Q's two best lie within the gap fuse BM25 of the question terms no pick names (BM25 scores of
+  the question and of those terms, and the head of the question's ranking among the chunks that
+  name one).
 
     python -m benchmarks.search.option_cost --sizes 100000,400000 --queries 20
     python -m benchmarks.search.option_cost --option lexical_gap --sizes 100000,400000 --queries 20

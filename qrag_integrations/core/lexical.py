@@ -133,27 +133,35 @@ class LexicalRanker:
         ``question``, best first (ties in document order); the first ``limit`` of them when given
         (a search needs its depth plus its fused steps' picks, not a sort of every hit)."""
         scores = self._scores(cands, bm25_query(question)[0])
-        hits = np.flatnonzero(scores > 0)
-        if limit is not None and limit < hits.size:
-            # every hit scoring at least the limit-th best: the same first ``limit`` as a full
-            # stable sort, ties at the cut included
-            cut = np.partition(scores[hits], hits.size - limit)[hits.size - limit]
-            hits = hits[scores[hits] >= cut]
-        return hits[np.argsort(-scores[hits], kind="stable")][:limit]
+        return _head(scores, scores > 0, limit)
 
     def novel(
-        self, cands: IndexCandidates, ranking: np.ndarray, question: str, picked: Sequence[int]
+        self, cands: IndexCandidates, question: str, picked: Sequence[int], limit: int | None = None
     ) -> np.ndarray:
-        """The entries of ``ranking`` that name a term of ``question`` that no picked chunk
-        names (a chunk names a term when the term's BM25 for it is positive); terms in
-        :data:`~qrag_integrations.core.stopwords.ENGLISH_STOP_WORDS` never count."""
+        """:meth:`ranking` of ``question`` cut to the chunks that name a term of it that no picked
+        chunk names (a chunk names a term when the term's BM25 for it is positive); terms in
+        :data:`~qrag_integrations.core.stopwords.ENGLISH_STOP_WORDS` never count. Ranked per
+        call, not cut from a stored whole ranking: a batch would hold every hit of each question."""
         texts = [cands.chunk(r).text for r in picked]
         covered = set().union(*_bm25s().tokenize(texts, **TOKENS)) if texts else set()
         covered |= ENGLISH_STOP_WORDS
         rest = [t for t in bm25_query(question)[0] if t not in covered]
         if not rest:
-            return ranking[:0]
-        return ranking[self._scores(cands, rest)[ranking] > 0]
+            return np.empty(0, dtype=np.int64)
+        scores = self._scores(cands, bm25_query(question)[0])
+        return _head(scores, (scores > 0) & (self._scores(cands, rest) > 0), limit)
+
+
+def _head(scores: np.ndarray, hits: np.ndarray, limit: int | None) -> np.ndarray:
+    """The candidates where ``hits`` holds, best ``scores`` first (ties in document order); the
+    first ``limit`` of them when given."""
+    rows = np.flatnonzero(hits)
+    if limit is not None and limit < rows.size:
+        # every row scoring at least the limit-th best: the same first ``limit`` as a full stable
+        # sort, ties at the cut included
+        cut = np.partition(scores[rows], rows.size - limit)[rows.size - limit]
+        rows = rows[scores[rows] >= cut]
+    return rows[np.argsort(-scores[rows], kind="stable")][:limit]
 
 
 def top_by_q(
@@ -243,7 +251,7 @@ def fused_best(
     if not dense:
         return None
     taken = set(picked)
-    # read the ranking only as far as needed: a gated step's ranking holds every BM25 hit
+    # read the ranking only as far as needed (a caller may pass a whole one)
     words = list(itertools.islice((r for r in map(int, lexical) if r not in taken), depth))
     score = rrf_scores([r for r, _, _ in dense], words)
     # first of equals: the Q ranking's order, so the best is one of ``dense`` (module docstring)
@@ -260,7 +268,8 @@ class Fusion:
     questions: Sequence[str]
     """The questions."""
     words: dict[int, np.ndarray]
-    """Each question's BM25 ranking (:meth:`LexicalRanker.ranking`), by question number."""
+    """Each question's BM25 ranking (:meth:`LexicalRanker.ranking`) as deep as the first steps
+    need, by question number."""
     depth: int
     """Chunks taken from each ranking (``lexical_depth``)."""
     steps: int
@@ -289,10 +298,8 @@ def fusion_of(
     steps = min(k, settings.lexical_steps or config.lexical_steps or k)
     gap = config.lexical_gap if settings.lexical_gap is None else settings.lexical_gap
     gap = (gap or None) if steps < k else None
-    # as deep as fusion may go: a gated step's filter may pass over any number of chunks
-    reach = depth + steps if gap is None else None
-    ranker = searcher._lexical
-    words = {b: ranker.ranking(candidates[b], questions[b], reach) for b in active}
+    ranker = searcher._lexical  # as deep as the first steps' fusion may go
+    words = {b: ranker.ranking(candidates[b], questions[b], depth + steps) for b in active}
     return Fusion(candidates, questions, words, depth, steps, gap)
 
 
@@ -326,6 +333,7 @@ def fused_picks(
             if len(dense) == 1 or dense[0][1] - dense[1][1] >= gap:
                 best.append(dense[0])  # the policy is sure here
                 continue
-            words = searcher._lexical.novel(cands, words, fusion.questions[b], picked[b])
+            taken = picked[b]  # enough of the cut ranking for ``depth`` untaken
+            words = searcher._lexical.novel(cands, fusion.questions[b], taken, depth + len(taken))
         best.append(fused_best(searcher, cands, words, states[i], picked[b], depth, dense))
     return best

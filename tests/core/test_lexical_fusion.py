@@ -315,13 +315,11 @@ def test_novel_terms_leave_out_what_the_picks_name_and_stop_words() -> None:
     question = "Where was the milk before the office?"
     ranking = ranker.ranking(cands, question)
     assert {"where", "before"} <= terms(question)  # bm25s keeps them; the filter must not
-    assert ranker.novel(cands, ranking, question, [0]).tolist() == []  # milk and office named
-    assert ranker.novel(cands, ranking, question, [3]).tolist() == [
+    assert ranker.novel(cands, question, [0]).tolist() == []  # milk and office named
+    assert ranker.novel(cands, question, [3]).tolist() == [
         r for r in ranking.tolist() if r in (0, 2)
     ]  # milk named: chunks naming "office"
-    assert ranker.novel(cands, ranking, question, []).tolist() == [
-        r for r in ranking.tolist() if r != 4
-    ]
+    assert ranker.novel(cands, question, []).tolist() == [r for r in ranking.tolist() if r != 4]
 
 
 def test_stop_words_are_scikit_learns() -> None:
