@@ -5,7 +5,10 @@ needles (``niah_single``, ``niah_multikey``, ``niah_multivalue``) hidden among n
 the paper's scale of 25 tokens per sentence (1K tokens = 40 sentences, 1M = 40,000). All the noise
 of a run comes from one fixed pool, ``NoiseSource("mixed").pool(size, seed)``: consecutive
 Shakespeare / KJV sentences, ``size`` = the longest haystack, at most :data:`POOL_MAX` sentences
-(1M tokens; a longer haystack repeats the pool). Each model embeds the pool once; the embeddings
+(1M tokens; a longer haystack repeats the pool). ``--noise squad|essays|wiki`` takes the pool
+from a source no training run used instead (its first ``size`` sentences;
+:mod:`benchmarks.harness.noise_sources`; squad and essays hold fewer than 1M tokens, so long
+haystacks repeat them). Each model embeds the pool once; the embeddings
 are cached on disk (``benchmarks/.cache/``, keyed by the chunk encoder's fingerprint and the
 texts), so a sample only embeds its own story sentences. Every length asks the same questions
 (the stories depend on the seed, not on the length).
@@ -57,6 +60,7 @@ from benchmarks.babilong.report import plot, report
 from benchmarks.harness import results as harness
 from benchmarks.harness.embedding_cache import CACHE_DIR, pool_embedder
 from benchmarks.harness.model_specs import load_with_model_settings
+from benchmarks.harness.noise_sources import UNSEEN_NOISE
 from qrag_integrations.core.atomic import write_json_atomic
 from qrag_integrations.core.config import PACKAGED_MINILM
 from qrag_integrations.core.loading import load_model
@@ -179,6 +183,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--base", help="the untrained default model (default: the packaged MiniLM)")
     p.add_argument(
+        "--noise",
+        choices=[MIXED, *UNSEEN_NOISE],
+        default=MIXED,
+        help="noise prose: the training noise (mixed, seeded) or a source no training run used "
+        "(benchmarks/harness/noise_sources.py; its first sentences, in file order)",
+    )
+    p.add_argument(
         "--tasks", default=",".join(TASKS), help="comma-separated bAbI tasks ('' for none)"
     )
     p.add_argument(
@@ -249,7 +260,12 @@ def main(argv: Sequence[str] | None = None) -> dict:
     }
 
     longest = max([t for t in lengths if tasks] + [t for t in ruler_lengths if variants])
-    pool = NoiseSource(MIXED).pool(min(tokens_to_sentences(longest), POOL_MAX), seed=args.seed)
+    size = min(tokens_to_sentences(longest), POOL_MAX)
+    if args.noise == MIXED:
+        pool = NoiseSource(MIXED).pool(size, seed=args.seed)
+    else:
+        source = UNSEEN_NOISE[args.noise]()
+        pool = NoisePool(source.sentences[:size], kind=source.kind)
     baselines = [b.strip() for b in args.baselines.split(",") if b.strip()]
     unknown = sorted(set(baselines) - set(BASELINES))
     if unknown:

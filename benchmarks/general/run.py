@@ -6,10 +6,9 @@ the same questions, over cells of different kinds of text:
 - ``hotpotqa``: multi-hop Wikipedia, 10 paragraphs per question (``--split val``: the validation
   slice of the training buckets; ``test``: bucket 0), EM@2 / EM@4;
 - ``babilong-<noise>-<tokens>``: bAbI qa1-qa5 hidden in noise prose (``mixed`` = the training
-  noise; ``squad`` = sentences of SQuAD articles 0-17 and ``essays`` = Paul Graham's essays as
-  RULER ships them, read at run time, never stored: two noise sources no training run used; the
-  first for validation, the second for the held-out report), fact EM at k = the number of facts
-  and at 6 picks;
+  noise; ``squad``, ``essays`` and ``wiki``: noise sources no training run used,
+  :mod:`benchmarks.harness.noise_sources`; ``squad`` for validation, the others for held-out
+  reports), fact EM at k = the number of facts and at 6 picks;
 - ``ruler-<variant>-<tokens>``: RULER needles, EM at k = needles and at 5 picks.
 
 A third baseline fuses dense and BM25 rankings (``dense+bm25``: reciprocal-rank fusion, as
@@ -26,7 +25,6 @@ no earlier run has used.
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -41,15 +39,14 @@ from qrag_training.baselines import (
 from qrag_training.data.babilong import babilong_dataset
 from qrag_training.data.episode import Episode
 from qrag_training.data.hotpotqa import load_hotpotqa
-from qrag_training.data.noise import NoisePool, split_sentences
 from qrag_training.data.ruler import ruler_dataset
-from qrag_training.data.squad import default_path as squad_default_path
-from qrag_training.data.squad import load_squad_ood, read_articles
+from qrag_training.data.squad import load_squad_ood
 from qrag_training.metrics import Retrieval
 from qrag_training.paired import paired_bootstrap
 
 from benchmarks.harness import results as harness
 from benchmarks.harness.model_specs import checkpoint_of, load_with_settings
+from benchmarks.harness.noise_sources import UNSEEN_NOISE
 from qrag_integrations.core.config import PACKAGED_MINILM
 from qrag_integrations.core.lexical import rrf_scores
 from qrag_integrations.core.model import QRAGModel
@@ -73,23 +70,6 @@ METRICS: dict[str, list[tuple[str, int | str]]] = {
 }
 
 
-def squad_noise(seed: int) -> NoisePool:
-    """Sentences of SQuAD articles 0-17 as BabiLong noise (never used by any training run)."""
-    sentences = [
-        s for a in read_articles(18) for p in a["paragraphs"] for s in split_sentences(p["context"])
-    ]
-    return NoisePool([s for s in sentences if 5 <= len(s.split()) <= 60], kind="squad")
-
-
-def essay_noise() -> NoisePool:
-    """Sentences of the Paul Graham essays in ``long_context_eval`` as BabiLong noise (never used
-    by any training run; copyrighted, so read here at run time and never written anywhere)."""
-    path = squad_default_path().with_name("PaulGrahamEssays.json")
-    text = " ".join(json.loads(path.read_text(encoding="utf-8"))["text"].split())
-    sentences = split_sentences(text)
-    return NoisePool([s for s in sentences if 5 <= len(s.split()) <= 60], kind="essays")
-
-
 def cell_episodes(cell: str, split: str, n: int, seed: int, skip: int = 0) -> list[Episode]:
     """The episodes of a cell (``n``: questions for squad, per task for babilong, episodes for
     ruler; ``skip``: HotpotQA questions passed over first, for a slice no earlier report read)."""
@@ -101,14 +81,13 @@ def cell_episodes(cell: str, split: str, n: int, seed: int, skip: int = 0) -> li
         return load_hotpotqa(split=split_name, limit=None if n is None else skip + n)[skip:]
     if kind == "babilong":
         noise, tokens = rest[0], int(rest[1])
-        pools = {"squad": lambda: squad_noise(seed), "essays": essay_noise}
-        pool = pools[noise]() if noise in pools else None
+        pool = UNSEEN_NOISE[noise]() if noise in UNSEEN_NOISE else None
         return babilong_dataset(
             TASKS,
             n=n * len(TASKS),
             target_tokens=tokens,
             seed=seed,
-            noise_kind="mixed" if noise in pools else noise,
+            noise_kind="mixed" if noise in UNSEEN_NOISE else noise,
             noise=pool,
         )
     if kind == "ruler":

@@ -252,3 +252,30 @@ def test_baselines_can_be_left_out_or_chosen(tiny_bert_dir, tmp_path):
     assert some["methods"] == {"tiny": "multi-step", "dense": "dense", "bm25": "bm25"}
     with pytest.raises(SystemExit, match="unknown baseline.*bm52"):
         bench_babilong.main([*argv, "--baselines", "bm52"])
+
+
+def test_an_unseen_noise_source_gives_the_pool(tiny_bert_dir, tmp_path, monkeypatch):
+    from benchmarks.babilong import run as bench_babilong
+    from benchmarks.harness import noise_sources
+
+    seen = []
+    original = bench_babilong.cell_episodes
+
+    def episodes(*args, **kwargs):
+        out = original(*args, **kwargs)
+        seen.extend(out)
+        return out
+
+    monkeypatch.setattr(bench_babilong, "cell_episodes", episodes)
+    argv = ["--tasks", "qa1", "--lengths", "1000", "--n", "2", "--ruler", "", "--noise", "wiki"]
+    argv += ["--checkpoint", f"tiny={tiny_bert_dir}", "--baselines", "", "--no-plot"]
+    argv += ["--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "w.json")]
+    result = bench_babilong.main(argv)
+    first = noise_sources.wiki_noise().sentences[:40]  # 1K tokens: 40 sentences
+    assert result["pool"]["kind"] == "wiki" and result["pool"]["sentences"] == len(first)
+    for e in seen:
+        story = set(e.meta["story_positions"])
+        noise = [c for i, c in enumerate(e.chunks) if i not in story]
+        assert noise and set(noise) <= set(first)
+    with pytest.raises(SystemExit):
+        bench_babilong.main([*argv[:-2], "--noise", "novels"])

