@@ -11,7 +11,8 @@ in text it never saw needs other prose, read from installed packages at run time
   training run read these paragraphs; the trainer reads other HotpotQA paragraphs as retrieval
   candidates, never as bAbI noise.
 
-Every source keeps sentences of 5-60 words, as the training noise does.
+Every source keeps sentences of ``MIN_WORDS``-``MAX_WORDS`` words (5-60), as the training noise
+does.
 """
 
 from __future__ import annotations
@@ -20,13 +21,10 @@ import json
 from collections.abc import Callable, Iterable
 
 from qrag_training.data.hotpotqa import default_path as hotpotqa_path
-from qrag_training.data.noise import NoisePool, split_sentences
+from qrag_training.data.noise import MAX_WORDS, MIN_WORDS, NoisePool, split_sentences
 from qrag_training.data.splits import EVAL, split_of
 from qrag_training.data.squad import VALIDATION_ARTICLES, read_articles
 from qrag_training.data.squad import default_path as squad_path
-
-#: Shortest and longest noise sentence, in words.
-MIN_WORDS, MAX_WORDS = 5, 60
 
 
 def _pool(sentences: Iterable[str], kind: str) -> NoisePool:

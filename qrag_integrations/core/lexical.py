@@ -145,10 +145,11 @@ class LexicalRanker:
         texts = [cands.chunk(r).text for r in picked]
         covered = set().union(*_bm25s().tokenize(texts, **TOKENS)) if texts else set()
         covered |= ENGLISH_STOP_WORDS
-        rest = [t for t in bm25_query(question)[0] if t not in covered]
+        tokens = bm25_query(question)[0]
+        rest = [t for t in tokens if t not in covered]
         if not rest:
             return np.empty(0, dtype=np.int64)
-        scores = self._scores(cands, bm25_query(question)[0])
+        scores = self._scores(cands, tokens)
         return _head(scores, (scores > 0) & (self._scores(cands, rest) > 0), limit)
 
 
