@@ -15,6 +15,8 @@ import statistics
 from collections.abc import Callable
 from pathlib import Path
 
+from qrag_training.plot import save_figure
+
 
 def _tokens(t: int) -> str:
     return f"{t // 1_000_000}M" if t >= 1_000_000 and t % 1_000_000 == 0 else f"{t / 1000:g}K"
@@ -293,8 +295,7 @@ def plot(result: dict, path: Path) -> None:
         f"split {result['split']}, MiniLM-based retrievers, {result['machine']['threads']} CPU thread(s)"
     )
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path, dpi=110)
 
 
 def main() -> None:

@@ -13,7 +13,8 @@ the same questions, over cells of different kinds of text:
 
 A third baseline fuses dense and BM25 rankings (``dense+bm25``: reciprocal-rank fusion, as
 LangChain's ``EnsembleRetriever``). Each method is compared with dense top-k of the untrained encoder per question (``paired``: mean
-difference and bootstrap 95% interval; ``worse`` = dense better beyond the interval).
+difference and bootstrap 95% interval; ``worse`` = dense better beyond the interval). The JSON goes
+to ``--out`` and its plot (:func:`benchmarks.general.report.plot`) beside it as a PNG.
 
     python -m benchmarks.general.run --model demo=packaged:qrag-babi-demo \\
         --cells squad,hotpotqa,babilong-mixed-4000,babilong-squad-4000 --split val
@@ -44,6 +45,7 @@ from qrag_training.data.squad import load_squad_ood
 from qrag_training.metrics import Retrieval
 from qrag_training.paired import paired_bootstrap
 
+from benchmarks.general.report import plot
 from benchmarks.harness import results as harness
 from benchmarks.harness.model_specs import checkpoint_of, load_with_settings
 from benchmarks.harness.noise_sources import UNSEEN_NOISE
@@ -242,6 +244,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     p.add_argument("--ruler-n", type=int, default=50, help="episodes per RULER cell")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--out", type=Path, default=RESULTS / "general_val.json")
+    p.add_argument("--no-plot", action="store_true", help="skip the PNG beside --out (report.plot)")
     args = p.parse_args(argv)
     if args.split == "test" and args.seed is None:
         p.error("--split test needs an explicit --seed that no earlier run has used")
@@ -285,6 +288,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
         "command": harness.command_line(list(argv) if argv is not None else None),
     }
     harness.write_json(args.out, result)
+    if not args.no_plot:
+        plot(result, args.out.with_suffix(".png"))
     return result
 
 

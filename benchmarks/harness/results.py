@@ -12,6 +12,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from qrag_integrations.core.atomic import write_text_atomic
+
 
 def set_threads(threads: int) -> None:
     """Thread count for both torch and FAISS (OpenMP); also pins :func:`code_version` to the
@@ -71,9 +73,8 @@ def machine_info(threads: int, device: str, **extra) -> dict:
 
 
 def write_json(path: str | Path, obj: dict) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(obj, indent=2) + "\n", encoding="utf-8")
+    """Write a result file atomically: an interrupted run leaves the earlier file whole."""
+    write_text_atomic(path, json.dumps(obj, indent=2) + "\n")
 
 
 def provenance(argv: Sequence[str] | None, threads: int, device: str = "cpu") -> dict:

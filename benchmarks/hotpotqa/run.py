@@ -57,6 +57,7 @@ from qrag_training.baselines import (
 from qrag_training.data.episode import Episode
 from qrag_training.data.hotpotqa import load_hotpotqa
 from qrag_training.metrics import Retrieval, em_recall, fact_metrics, stop_metrics
+from qrag_training.plot import save_figure
 
 from benchmarks.harness import results as harness
 from benchmarks.hotpotqa.problem import Problem, build_problem
@@ -322,7 +323,7 @@ def plot(result: dict, path: Path) -> None:
         f"HotpotQA ({result['split']} split), MiniLM, {result['machine']['threads']} CPU threads"
     )
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
 
 
 if __name__ == "__main__":

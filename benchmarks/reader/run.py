@@ -54,6 +54,7 @@ from qrag_training.data.episode import Episode
 from qrag_training.data.hotpotqa import load_hotpotqa
 from qrag_training.data.noise import MIXED, NoisePool, NoiseSource
 from qrag_training.metrics import Retrieval, summarize
+from qrag_training.plot import save_figure
 
 from benchmarks.babilong.cells import POOL_MAX, SPLIT_SEEDS, Method
 from benchmarks.harness import results as harness
@@ -323,7 +324,7 @@ def plot(result: dict, path: Path) -> None:
     ax.set_title(f"Answer accuracy with reader {result['reader']}")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
 
 
 def main(argv: Sequence[str] | None = None) -> dict:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from qrag_training.plot import save_figure
+
 
 def fmt_other(x: float | None) -> str:
     return "    -" if x is None else f"{x:5.2f}"
@@ -159,5 +161,4 @@ def plot(results: list[dict], path: Path, threads: int, note: str = "") -> None:
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path, dpi=120)

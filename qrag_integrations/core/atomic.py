@@ -271,20 +271,26 @@ def recover_interrupted_save(target: str | os.PathLike[str], kind: SaveKind) -> 
             shutil.rmtree(path, ignore_errors=True)
 
 
-def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
-    """Write a text file through a temporary file and ``os.replace``."""
+def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write a file through a temporary file beside it and ``os.replace``: readers see the old
+    file or the whole new one, never a part."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.parent / f".{path.name}.tmp-{uuid.uuid4().hex[:8]}"
     try:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        with open(tmp, "wb") as fh:
+            fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     finally:
         if tmp.exists():
             tmp.unlink()
+
+
+def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
+    """Write a UTF-8 text file atomically (:func:`write_bytes_atomic`)."""
+    write_bytes_atomic(path, text.encode("utf-8"))
 
 
 def write_json_atomic(path: str | os.PathLike[str], data: Any) -> None:

@@ -87,6 +87,7 @@ def test_tiny_run_writes_every_cell_and_paired_differences(
         ]
     )
     result = json.loads(out.read_text())
+    assert out.with_suffix(".png").read_bytes().startswith(b"\x89PNG")
     assert [c["cell"] for c in result["cells"]] == [
         "squad",
         "babilong-mixed-300",

@@ -7,7 +7,13 @@ import os
 
 import pytest
 
-from qrag_integrations.core.atomic import FILE_MODE, SaveKind, atomic_dir, recover_interrupted_save
+from qrag_integrations.core.atomic import (
+    FILE_MODE,
+    SaveKind,
+    atomic_dir,
+    recover_interrupted_save,
+    write_bytes_atomic,
+)
 from qrag_integrations.core.errors import QRAGError
 
 KIND = SaveKind(
@@ -113,3 +119,20 @@ def test_recover_puts_back_the_previous_save_of_an_interrupted_swap(tmp_path):
     recover_interrupted_save(target, KIND)
     assert (target / "a.txt").read_text() == "old"
     assert sorted(p.name for p in tmp_path.iterdir()) == [".other.tmp-0123abcd", ".out.lock", "out"]
+
+
+def test_a_failed_file_write_keeps_the_old_file_and_no_scratch(tmp_path, monkeypatch):
+    target = tmp_path / "plot.png"
+    write_bytes_atomic(target, b"old")
+    real_replace = os.replace
+
+    def fail(src, dst):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", fail)
+    with pytest.raises(OSError, match="disk full"):
+        write_bytes_atomic(target, b"new")
+    monkeypatch.setattr(os, "replace", real_replace)
+    assert target.read_bytes() == b"old" and os.listdir(tmp_path) == ["plot.png"]
+    write_bytes_atomic(target, b"new")
+    assert target.read_bytes() == b"new"

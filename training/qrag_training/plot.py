@@ -9,11 +9,14 @@ episodes (``env.eval``: the validation slice where the env has one) at every eva
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from qrag_integrations.core.atomic import write_bytes_atomic
 
 
 def read_metrics(path: str | Path) -> list[dict[str, Any]]:
@@ -33,6 +36,18 @@ def _series(
             xs.append(x)
             ys.append(float(value))
     return xs, ys
+
+
+def save_figure(fig: Any, path: str | Path, dpi: int = 120) -> Path:
+    """Write a matplotlib figure as a PNG atomically (an interrupted run leaves the old picture,
+    never a truncated one) and close it; returns the path."""
+    import matplotlib.pyplot as plt
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=dpi)
+    plt.close(fig)
+    write_bytes_atomic(path, buffer.getvalue())
+    return Path(path)
 
 
 def plot_metrics(
@@ -74,9 +89,7 @@ def plot_metrics(
     bottom.grid(alpha=0.3)
     fig.suptitle(title or metrics.parent.name)
     fig.tight_layout()
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
-    return out
+    return save_figure(fig, out)
 
 
 def compare_runs(
@@ -117,9 +130,7 @@ def compare_runs(
         fig.suptitle(title)
     fig.tight_layout()
     out = Path(out)
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
-    return out
+    return save_figure(fig, out)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
