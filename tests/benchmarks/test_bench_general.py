@@ -148,6 +148,41 @@ def test_card_section_lists_the_losses_and_replaces_itself(tmp_path: Path) -> No
         card_limits.main([str(path), "other", str(card)])
 
 
+def test_card_section_against_the_default_pairs_per_question(tmp_path: Path) -> None:
+    card_limits = _tool("card_limits")
+
+    cell = {
+        "cell": "hotpotqa",
+        "n": 40,
+        "metrics": {"narrow": {"em@2": 0.75, "em@4": 0.5}, "default": {"em@2": 0.25, "em@4": 0.5}},
+        "per_question": {
+            "narrow": {"em@2": [1.0] * 30 + [0.0] * 10, "em@4": [1.0, 0.0] * 20},
+            "default": {"em@2": [0.0] * 30 + [1.0] * 10, "em@4": [0.0, 1.0] * 20},
+        },
+    }
+    result = {
+        "split": "test",
+        "seed": 7,
+        "machine": {"cpu_count": 2},
+        "models": {"narrow": "packaged:narrow", "default": "packaged:default"},
+        "cells": [cell],
+    }
+    path = tmp_path / "result.json"
+    path.write_text(json.dumps(result))
+    card = tmp_path / "README.md"
+    card.write_text("# card\n\n## Where it loses to dense top-k\n\nkept\n")
+    card_limits.main([str(path), "narrow", str(card), "--against", "default"])
+    text = card.read_text()
+    assert "| hotpotqa | 40 | em@2 | 0.750 | 0.250 | +0.500 [" in text
+    assert "Better than it on: hotpotqa em@2." in text and "Worse than it on: no cell." in text
+    assert "em@4 | 0.500 | 0.500 | +0.000 [" in text  # each question differs: a wide tie
+    assert "## Where it loses to dense top-k\n\nkept" in text  # the other section is left alone
+    card_limits.main([str(path), "narrow", str(card), "--against", "default"])
+    assert card.read_text().count(card_limits.HEADING_AGAINST) == 1
+    with pytest.raises(KeyError, match="'other'"):
+        card_limits.main([str(path), "narrow", str(card), "--against", "other"])
+
+
 def test_report_marks_paired_verdicts_and_merges_files() -> None:
     from benchmarks.general import report as general_report
 

@@ -6,6 +6,10 @@ and writes (or replaces) the card section, every number read from the JSON:
 
     python training/tools/card_limits.py benchmarks/general/results/packaged_val.json demo \\
         qrag_integrations/assets/demo_checkpoint/README.md
+
+With ``--against OTHER`` it writes the section "Against the default model" instead: the model
+paired per question against another model of the same run (the default), from the run's
+per-question scores.
 """
 
 from __future__ import annotations
@@ -15,9 +19,12 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
+from qrag_training.paired import paired_bootstrap
+
 from qrag_integrations.core.atomic import write_text_atomic
 
 HEADING = "## Where it loses to dense top-k"
+HEADING_AGAINST = "## Against the default model"
 
 
 def section(result: dict, model: str, source: str) -> str:
@@ -56,12 +63,53 @@ def section(result: dict, model: str, source: str) -> str:
     return "\n".join(lines)
 
 
-def replace_section(card: str, new: str) -> str:
-    """``card`` with its section under :data:`HEADING` replaced by ``new`` (appended if absent)."""
-    start = card.find(HEADING)
+def against_section(result: dict, model: str, other: str, source: str) -> str:
+    """The card section for ``model`` paired per question against ``other`` of the same run."""
+    for name in (model, other):
+        if name not in result["models"]:
+            raise KeyError(f"model {name!r} is not in {source}")
+    lines = [
+        HEADING_AGAINST,
+        "",
+        (
+            f"Paired on the same questions with `{result['models'][other]}` (`{other}`; "
+            f"`benchmarks/general/run.py`, {result['split']} split, seed {result['seed']}, "
+            f"{result['machine']['cpu_count']} CPU cores; `{source}`). Difference to it with its "
+            "bootstrap 95% interval; **better** / **worse** = beyond the interval."
+        ),
+        "",
+        f"| cell | questions | metric | this checkpoint | `{other}` | difference [95% interval] | verdict |",
+        "|---|---:|---|---:|---:|---|---|",
+    ]
+    wins, losses = [], []
+    for cell in result["cells"]:
+        mine, theirs = cell["per_question"][model], cell["per_question"][other]
+        for metric, value in cell["metrics"][model].items():
+            p = paired_bootstrap(mine[metric], theirs[metric])
+            {"better": wins, "worse": losses, "tie": []}[p.verdict].append(
+                f"{cell['cell']} {metric}"
+            )
+            verdict = p.verdict if p.verdict == "tie" else f"**{p.verdict}**"
+            lines.append(
+                f"| {cell['cell']} | {cell['n']} | {metric} | {value:.3f} | "
+                f"{cell['metrics'][other][metric]:.3f} | {p.diff:+.3f} [{p.low:+.3f}, {p.high:+.3f}] "
+                f"| {verdict} |"
+            )
+    lines += [
+        "",
+        "Better than it on: " + (", ".join(wins) if wins else "no cell") + ".",
+        "Worse than it on: " + (", ".join(losses) if losses else "no cell") + ".",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def replace_section(card: str, new: str, heading: str = HEADING) -> str:
+    """``card`` with its section under ``heading`` replaced by ``new`` (appended if absent)."""
+    start = card.find(heading)
     if start < 0:
         return card.rstrip("\n") + "\n\n" + new
-    end = card.find("\n## ", start + len(HEADING))
+    end = card.find("\n## ", start + len(heading))
     return card[:start] + new + (card[end + 1 :] if end >= 0 else "")
 
 
@@ -70,13 +118,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("result", type=Path, help="a general/run.py JSON")
     p.add_argument("model", help="the model's name in that JSON")
     p.add_argument("card", type=Path, help="the checkpoint's README.md")
+    p.add_argument(
+        "--against", metavar="OTHER", help="write the section against this model of the run instead"
+    )
     args = p.parse_args(argv)
     result = json.loads(args.result.read_text(encoding="utf-8"))
     source = args.result.as_posix().split("benchmarks/", 1)[-1]
-    write_text_atomic(
-        args.card,
-        replace_section(args.card.read_text(encoding="utf-8"), section(result, args.model, source)),
-    )
+    if args.against:
+        new, heading = against_section(result, args.model, args.against, source), HEADING_AGAINST
+    else:
+        new, heading = section(result, args.model, source), HEADING
+    card = args.card.read_text(encoding="utf-8")
+    write_text_atomic(args.card, replace_section(card, new, heading))
 
 
 if __name__ == "__main__":
