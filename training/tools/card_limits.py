@@ -123,7 +123,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     args = p.parse_args(argv)
     result = json.loads(args.result.read_text(encoding="utf-8"))
-    source = args.result.as_posix().split("benchmarks/", 1)[-1]
+    path = args.result.resolve().as_posix()
+    source = "benchmarks/" + path.split("/benchmarks/", 1)[1] if "/benchmarks/" in path else path
     if args.against:
         new, heading = against_section(result, args.model, args.against, source), HEADING_AGAINST
     else:
