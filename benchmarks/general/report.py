@@ -72,7 +72,7 @@ def plot(result: dict, path: Path) -> Path:
 
     rows = [(c, metric) for c in result["cells"] for metric in next(iter(c["metrics"].values()))]
     methods = list(result["cells"][0]["metrics"])
-    compared = [m for m in methods if m != "dense"]
+    compared = result["cells"][0]["paired_vs_dense"]  # every method but dense itself
     height = 0.8 / len(methods)
     fig, (values, diffs) = plt.subplots(
         1, 2, figsize=(13, 1.2 + 0.45 * len(rows) * max(1, len(methods) / 3)), sharey=True
