@@ -21,6 +21,7 @@ from qdrant_client import QdrantClient, models
 from qrag_integrations.core.chunks import Chunk
 from qrag_integrations.core.errors import IndexMismatchError, QRAGError
 from qrag_integrations.core.model import QRAGModel
+from qrag_integrations.stores.qdrant_counts import METADATA, CountLayout, metadata_field
 from qrag_integrations.stores.rows import (
     KEY_DOC_ID,
     KEY_DOC_RANK,
@@ -33,7 +34,7 @@ from qrag_integrations.stores.rows import (
 )
 from qrag_integrations.stores.search import StoreCandidates
 
-CONTENT, METADATA = "page_content", "metadata"
+CONTENT = "page_content"
 #: Collection metadata keys.
 META_FINGERPRINT, META_DIM, META_NEXT_DOC_RANK = (
     "qrag_fingerprint",
@@ -71,10 +72,6 @@ def point_id(chunk_id: str) -> str:
     return str(uuid.uuid5(_ID_NAMESPACE, chunk_id))
 
 
-def _field(key: str) -> str:
-    return f"{METADATA}.{key}"
-
-
 def qdrant_filter(filter: Any) -> models.Filter | None:
     """A metadata filter as a Qdrant ``Filter``: a ``{"key": value or [values]}`` mapping on the
     chunks' metadata, or a ``qdrant_client.models.Filter`` passed through as it is."""
@@ -92,7 +89,7 @@ def qdrant_filter(filter: Any) -> models.Filter | None:
                 match: Any = models.MatchAny(any=list(value))
             else:
                 match = models.MatchValue(value=value)
-            conditions.append(models.FieldCondition(key=_field(key), match=match))
+            conditions.append(models.FieldCondition(key=metadata_field(key), match=match))
         except (
             ValueError
         ) as exc:  # pydantic: Qdrant matches str, int and bool values, lists of one type
@@ -101,11 +98,6 @@ def qdrant_filter(filter: Any) -> models.Filter | None:
                 f"str or of int ({type(exc).__name__})"
             ) from exc
     return models.Filter(must=conditions)
-
-
-def _and(*filters: models.Filter | None) -> models.Filter | None:
-    parts = [f for f in filters if f is not None]
-    return None if not parts else parts[0] if len(parts) == 1 else models.Filter(must=parts)
 
 
 class QdrantSource:
@@ -170,7 +162,7 @@ class QdrantSource:
         with warnings.catch_warnings():  # local mode: "payload indexes have no effect"
             warnings.filterwarnings("ignore", message="Payload indexes have no effect")
             for key, kind in schema.items():
-                self.client.create_payload_index(self.collection_name, _field(key), kind)
+                self.client.create_payload_index(self.collection_name, metadata_field(key), kind)
 
     def _metadata(self) -> dict[str, Any]:
         return dict(self.client.get_collection(self.collection_name).config.metadata or {})
@@ -253,20 +245,20 @@ class QdrantSource:
             if offset is None:
                 return out
 
-    def layout(self, filter: Any) -> SortedKeys | _CountLayout:
+    def layout(self, filter: Any) -> SortedKeys | CountLayout:
         """Document order of the matching chunks (see ``rank_by``). A scrolled order is kept per
         filter and reused while the collection's point count and Q-RAG write generation are
         unchanged (writes that bypass the Q-RAG ingest and keep the count are not seen)."""
         native = qdrant_filter(filter)
         n = self.count(filter)
         if self.rank_by == "count" or (self.rank_by == "auto" and n > 100_000):
-            return _CountLayout(self, native, n)
+            return CountLayout(self, native, n)
         stamp = (int(self._metadata().get(META_GENERATION, 0)), self.count(None))
         key = "" if native is None else native.model_dump_json()
         cached = self._layouts.get(key)
         if cached is not None and cached[0] == stamp and cached[1].n == n:
             return cached[1]
-        points = self._scroll(native, [_field(KEY_DOC_RANK), _field(KEY_ORDER)])
+        points = self._scroll(native, [metadata_field(KEY_DOC_RANK), metadata_field(KEY_ORDER)])
         meta = [(p.payload or {}).get(METADATA) or {} for p in points]
         if any(KEY_DOC_RANK not in m or KEY_ORDER not in m for m in meta):
             raise IndexMismatchError(
@@ -303,10 +295,12 @@ class QdrantSource:
         """``(doc_rank, next order)`` of a stored document."""
         match = models.Filter(
             must=[
-                models.FieldCondition(key=_field(KEY_DOC_ID), match=models.MatchValue(value=doc_id))
+                models.FieldCondition(
+                    key=metadata_field(KEY_DOC_ID), match=models.MatchValue(value=doc_id)
+                )
             ]
         )
-        points = self._scroll(match, [_field(KEY_DOC_RANK), _field(KEY_ORDER)])
+        points = self._scroll(match, [metadata_field(KEY_DOC_RANK), metadata_field(KEY_ORDER)])
         if not points:
             return None
         meta = [(p.payload or {})[METADATA] for p in points]
@@ -361,37 +355,3 @@ class QdrantSource:
         self.client.update_collection(
             self.collection_name, metadata={**metadata, META_GENERATION: generation}
         )
-
-
-class _CountLayout:
-    """Document-order ranks from one Qdrant count per key (indexed on a server)."""
-
-    def __init__(self, source: QdrantSource, filter: models.Filter | None, n: int) -> None:
-        self.source, self.filter, self.n = source, filter, n
-
-    def ranks(self, keys: np.ndarray) -> np.ndarray:
-        out = []
-        for doc_rank, order in np.asarray(keys, dtype=np.int64).reshape(-1, 2).tolist():
-            before = models.Filter(
-                should=[
-                    models.FieldCondition(
-                        key=_field(KEY_DOC_RANK), range=models.Range(lt=doc_rank)
-                    ),
-                    models.Filter(
-                        must=[
-                            models.FieldCondition(
-                                key=_field(KEY_DOC_RANK), match=models.MatchValue(value=doc_rank)
-                            ),
-                            models.FieldCondition(
-                                key=_field(KEY_ORDER), range=models.Range(lt=order)
-                            ),
-                        ]
-                    ),
-                ]
-            )
-            out.append(
-                self.source.client.count(
-                    self.source.collection_name, count_filter=_and(self.filter, before), exact=True
-                ).count
-            )
-        return np.asarray(out, dtype=np.int64)

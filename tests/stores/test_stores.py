@@ -136,6 +136,31 @@ def test_ingest_then_search_equals_exact_in_memory_search(model: QRAGModel, kind
     assert [c.id for c in source.get(["c3", "nope", "c11"])] == ["c3", "c11"]
 
 
+@pytest.fixture(scope="module")
+def document_model(model: QRAGModel) -> QRAGModel:
+    """The same weights with fixed positions inside each document (the default's mode)."""
+    other = copy.deepcopy(model)
+    other.config.position_mode = PositionMode.DOCUMENT
+    return other
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_document_positions_equal_the_exact_search_on_every_store(
+    document_model: QRAGModel, kind: str
+) -> None:
+    # a Qdrant count layout once had no document_positions: the default model crashed there
+    source = open_source(kind, document_model)
+    fill(source, document_model)
+    exact = MultiStepSearcher(document_model, exact_index(document_model))
+    searcher = StoreSearcher(document_model, source, candidates_per_step=14)
+    assert_same(searcher.search(QUESTIONS, k=6), exact.search(QUESTIONS, k=6))
+    assert_same(
+        searcher.search(QUESTIONS, k=4, filter={"kind": "odd"}),
+        exact.search(QUESTIONS, k=4, filter={"kind": "odd"}),
+    )
+    assert {h.position for hits in exact.search(QUESTIONS, k=6) for h in hits} - {0}
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_filters_pass_through(model: QRAGModel, kind: str) -> None:
     source = open_source(kind, model)

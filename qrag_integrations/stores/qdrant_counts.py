@@ -1,0 +1,97 @@
+"""Document order of a Qdrant collection's chunks from exact counts (no scroll of every key):
+the layout a :class:`~qrag_integrations.stores.qdrant.QdrantSource` uses on big or server-indexed
+collections (``rank_by="count"``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+from qdrant_client import models
+
+from qrag_integrations.core.errors import QRAGError
+from qrag_integrations.core.positions import layout_positions
+from qrag_integrations.stores.rows import KEY_DOC_RANK, KEY_ORDER
+
+if TYPE_CHECKING:
+    from qrag_integrations.stores.qdrant import QdrantSource
+
+#: Payload field holding a chunk's metadata (its ``doc_rank`` and ``order`` keys among them).
+METADATA = "metadata"
+
+
+def metadata_field(key: str) -> str:
+    """The payload path of a metadata key."""
+    return f"{METADATA}.{key}"
+
+
+def both(*filters: models.Filter | None) -> models.Filter | None:
+    """The conjunction of the filters given (``None``s left out; ``None`` when none is left)."""
+    parts = [f for f in filters if f is not None]
+    return None if not parts else parts[0] if len(parts) == 1 else models.Filter(must=parts)
+
+
+def _doc_is(doc_rank: int) -> models.FieldCondition:
+    return models.FieldCondition(
+        key=metadata_field(KEY_DOC_RANK), match=models.MatchValue(value=doc_rank)
+    )
+
+
+class CountLayout:
+    """A :class:`~qrag_integrations.stores.search.StoreLayout` from exact Qdrant counts: one per
+    ranked key, and two per document whose fixed positions are asked for (kept for the search)."""
+
+    def __init__(self, source: QdrantSource, filter: models.Filter | None, n: int) -> None:
+        self.source, self.filter, self.n = source, filter, n
+        self._doc_of: dict[int, int] = {}  # rank -> doc_rank, for every key ranked so far
+        self._span: dict[int, tuple[int, int]] = {}  # doc_rank -> (first rank, covered chunks)
+
+    def _count(self, condition: models.Filter | models.FieldCondition) -> int:
+        where = both(self.filter, models.Filter(must=[condition]))
+        return self.source.client.count(
+            self.source.collection_name, count_filter=where, exact=True
+        ).count
+
+    def ranks(self, keys: np.ndarray) -> np.ndarray:
+        """How many of the matching chunks sort before each of ``keys`` ``(K, 2)``."""
+        out = []
+        for doc_rank, order in np.asarray(keys, dtype=np.int64).reshape(-1, 2).tolist():
+            before = models.Filter(
+                should=[
+                    models.FieldCondition(
+                        key=metadata_field(KEY_DOC_RANK), range=models.Range(lt=doc_rank)
+                    ),
+                    models.Filter(
+                        must=[
+                            _doc_is(doc_rank),
+                            models.FieldCondition(
+                                key=metadata_field(KEY_ORDER), range=models.Range(lt=order)
+                            ),
+                        ]
+                    ),
+                ]
+            )
+            out.append(self._count(before))
+            self._doc_of[out[-1]] = doc_rank
+        return np.asarray(out, dtype=np.int64)
+
+    def document_positions(self, ranks: np.ndarray, step: int, span: float) -> np.ndarray:
+        """Fixed positions (document position mode) of the chunks at ``ranks`` (each one ranked
+        by :meth:`ranks` before): their order among the matching chunks of their document.
+
+        Raises:
+            QRAGError: a rank this layout never ranked.
+        """
+        ranks = np.asarray(ranks, dtype=np.int64)
+        first, length = np.zeros_like(ranks), np.zeros_like(ranks)
+        for i, rank in enumerate(ranks.tolist()):
+            if rank not in self._doc_of:
+                raise QRAGError(f"rank {rank} was not ranked by this Qdrant count layout")
+            doc_rank = self._doc_of[rank]
+            if doc_rank not in self._span:
+                below = models.FieldCondition(
+                    key=metadata_field(KEY_DOC_RANK), range=models.Range(lt=doc_rank)
+                )
+                self._span[doc_rank] = (self._count(below), self._count(_doc_is(doc_rank)))
+            first[i], length[i] = self._span[doc_rank]
+        return layout_positions(ranks - first, length, step, span)
