@@ -5,13 +5,21 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import pytest
 import torch
 
 from qrag_integrations.core.config import PositionMode
 from qrag_integrations.core.index import ChunkIndex
 from qrag_integrations.core.model import QRAGModel
-from qrag_integrations.core.positions import document_positions, layout, rotate, rotate_as
+from qrag_integrations.core.positions import (
+    document_positions,
+    layout,
+    layout_positions,
+    relative_layout,
+    rotate,
+    rotate_as,
+)
 
 N = 13
 
@@ -42,6 +50,12 @@ MODES = {
         "state_at_last_pick": True,
     },
     "relative-slow": {"position_mode": PositionMode.RELATIVE, "rope_max_frequency": 0.2},
+    "document-relative": {"position_mode": PositionMode.DOCUMENT_RELATIVE},
+    "document-relative-anchored": {
+        "position_mode": PositionMode.DOCUMENT_RELATIVE,
+        "relative_step": 4,
+        "question_weight": 0.7,
+    },
 }
 
 
@@ -99,7 +113,8 @@ def brute_force(
     out = []
     for step in range(1, min(k, n) + 1):
         last = None if fixed is None or not picked else int(fixed[picked[-1]])
-        q, pos = step_q_values(model, query, [c.text for c in chunks], emb, picked, last)
+        texts, docs = [c.text for c in chunks], [c.doc_id for c in chunks]
+        q, pos = step_q_values(model, query, texts, emb, picked, last, docs)
         best = int(q.argmax())
         if threshold is not None and float(q[best]) < threshold:
             break
@@ -116,10 +131,12 @@ def step_q_values(
     emb: torch.Tensor,
     picked: list[int],
     last_position: int | None = None,
+    doc_ids: list[str | None] | None = None,
 ):
     """One step of the paper's inference: the (anchored) state of ``query`` and the picks, and the
     exact Q of every chunk at its layout position (picked ones ``-inf``), with the positions;
-    ``last_position``: the latest pick's fixed position (``state_at_last_pick``)."""
+    ``last_position``: the latest pick's fixed position (``state_at_last_pick``); ``doc_ids``:
+    each chunk's document (``document_relative``)."""
     cfg = model.config
     text = model.state_text(query, [texts[r] for r in picked], picked_order=picked)
     state = embed_state(model, text)
@@ -129,11 +146,35 @@ def step_q_values(
         )
         if cfg.state_at_last_pick:  # <R(p) s, R(c) a> = <s, R(c - p) a>
             state = rotate_as(cfg, state, torch.tensor([last_position]))
-    pos = layout(cfg.position_mode, len(texts), picked, cfg.relative_step, cfg.relative_span)
+    if cfg.position_mode is PositionMode.DOCUMENT_RELATIVE:
+        assert doc_ids is not None
+        pos = document_relative_reference(doc_ids, picked, cfg.relative_step, cfg.relative_span)
+    else:
+        pos = layout(cfg.position_mode, len(texts), picked, cfg.relative_step, cfg.relative_span)
     with torch.no_grad():
         q = model.q_values(state, emb, torch.from_numpy(pos))[0].clone()
     q[picked] = -torch.inf
     return q, pos
+
+
+def document_relative_reference(
+    doc_ids: list[str | None], picked: list[int], step: int, span: float
+) -> np.ndarray:
+    """``document_relative`` positions, document by document (runs of equal consecutive ids):
+    the relative layout of the document's picks where it holds any, else the fixed one."""
+    out: list[int] = []
+    i = 0
+    while i < len(doc_ids):
+        j = i
+        while j < len(doc_ids) and doc_ids[j] == doc_ids[i]:
+            j += 1
+        local = [p - i for p in picked if i <= p < j]
+        if local:
+            out += relative_layout(j - i, local, step, span).tolist()
+        else:
+            out += layout_positions(np.arange(j - i), np.full(j - i, j - i), step, span).tolist()
+        i = j
+    return np.array(out, dtype=np.int64)
 
 
 def as_tuples(hits) -> list[tuple[str, int, float, int]]:

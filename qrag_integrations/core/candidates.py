@@ -13,7 +13,14 @@ import torch
 
 from qrag_integrations.core.chunks import Chunk, MetadataFilter, Snapshot
 from qrag_integrations.core.config import PositionMode, QRAGConfig
-from qrag_integrations.core.positions import document_positions, rotate_as
+from qrag_integrations.core.positions import (
+    document_layout,
+    fixed_runs,
+    layout_positions,
+    layout_runs,
+    relaid_runs,
+    rotate_as,
+)
 from qrag_integrations.core.scan import BuiltFor
 
 if TYPE_CHECKING:
@@ -44,27 +51,30 @@ def _rotated(emb: torch.Tensor, positions: np.ndarray, config: QRAGConfig) -> to
     return out
 
 
-def fixed_runs(positions: np.ndarray) -> Runs:
-    """``positions`` (document order) as runs ``(start, stop, position)`` of equal values."""
-    if positions.size == 0:
-        return ()
-    cuts = np.flatnonzero(np.diff(positions)) + 1
-    starts = np.concatenate([[0], cuts]).astype(np.int64)
-    stops = np.concatenate([cuts, [positions.size]]).astype(np.int64)
-    return tuple((int(a), int(b), int(positions[a])) for a, b in zip(starts, stops))
+@dataclass(frozen=True)
+class DocumentLayout:
+    """Where the searched chunks sit in their documents, and the fixed positions that gives."""
+
+    order: np.ndarray
+    """Each chunk's order inside its document (a run of equal consecutive doc ids)."""
+    length: np.ndarray
+    """Each chunk's document's chunk count."""
+    fixed: np.ndarray
+    """Each chunk's fixed position (:func:`~qrag_integrations.core.positions.layout_positions`)."""
 
 
 def _document_layout(
     chunks: Sequence[Chunk], emb: torch.Tensor, config: QRAGConfig
-) -> tuple[np.ndarray, Runs | None, torch.Tensor | None]:
-    """Document mode's ``(fixed positions, runs, rotated embeddings)`` of searched ``chunks``:
+) -> tuple[DocumentLayout, Runs | None, torch.Tensor | None]:
+    """The fixed layout of searched ``chunks`` (document modes), its runs and rotated embeddings:
     runs (``emb`` searched as stored) where they are long, else a rotated copy."""
-    ids = [c.doc_id for c in chunks]
-    fixed = document_positions(ids, config.relative_step, config.relative_span)
+    order, length = document_layout([c.doc_id for c in chunks])
+    fixed = layout_positions(order, length, config.relative_step, config.relative_span)
     runs = fixed_runs(fixed)
+    where = DocumentLayout(order, length, fixed)
     if not fixed.any() or len(runs) * MIN_MEAN_RUN <= fixed.size:
-        return fixed, runs, None
-    return fixed, None, _rotated(emb, fixed, config)
+        return where, runs, None
+    return where, None, _rotated(emb, fixed, config)
 
 
 class DocumentRotation:
@@ -83,22 +93,22 @@ class DocumentRotation:
         """The candidates of ``snap`` under ``filter``; ``keep=False``: a rotated copy is not kept
         (one of many indexes searched once)."""
         plain = IndexCandidates.of(snap, filter)
-        if self.config.position_mode is not PositionMode.DOCUMENT:
+        if not self.config.position_mode.in_documents:
             return plain
         if plain.rows is not None:
             chunks = [snap.chunks[int(r)] for r in plain.rows]
-            fixed, runs, rotated = _document_layout(chunks, plain.emb, self.config)
+            where, runs, rotated = _document_layout(chunks, plain.emb, self.config)
             emb = plain.emb if rotated is None else rotated
-            return IndexCandidates(snap, plain.rows, emb, fixed, runs, plain.emb)
+            return IndexCandidates(snap, plain.rows, emb, runs, plain.emb, where)
 
-        def build() -> tuple[np.ndarray, Runs | None, torch.Tensor | None]:
+        def build() -> tuple[DocumentLayout, Runs | None, torch.Tensor | None]:
             return _document_layout(snap.chunks, snap.embeddings, self.config)
 
-        fixed, runs, rotated = self._slot.get(snap.embeddings, build) if keep else build()
+        where, runs, rotated = self._slot.get(snap.embeddings, build) if keep else build()
         if rotated is None:
-            return IndexCandidates(snap, None, snap.embeddings, fixed, runs)
+            return IndexCandidates(snap, None, snap.embeddings, runs, layout=where)
         return IndexCandidates(
-            Snapshot(snap.chunks, rotated), None, rotated, fixed, plain=snap.embeddings
+            Snapshot(snap.chunks, rotated), None, rotated, None, snap.embeddings, where
         )
 
 
@@ -143,14 +153,20 @@ class IndexCandidates:
     """Snapshot rows of the candidates in document order; ``None`` = every row."""
     emb: torch.Tensor
     """Their embeddings, row ``r`` = candidate rank ``r``."""
-    fixed: np.ndarray | None = None
-    """Document position mode: each candidate's fixed position (a hit reports this one); ``emb``
-    is already rotated by it unless ``runs`` is set."""
     runs: Runs | None = None
-    """Document position mode on unrotated ``emb``: the runs ``(start, stop, position)`` of equal
-    fixed positions, the layout every step scores (``None``: the mode's own layout)."""
+    """Document position modes on unrotated ``emb``: the runs ``(start, stop, position)`` of equal
+    fixed positions, the layout every step scores (``document_relative`` re-lays out the documents
+    holding picks over them; ``None``: the mode's own layout, or a rotated copy)."""
     plain: torch.Tensor | None = None
     """The candidates' stored (unrotated) embeddings where ``emb`` is a rotated copy."""
+    layout: DocumentLayout | None = None
+    """Document position modes: where each candidate sits in its document."""
+
+    @property
+    def fixed(self) -> np.ndarray | None:
+        """Document position modes: each candidate's fixed position (a document-mode hit reports
+        it); ``emb`` is already rotated by it unless ``runs`` is set."""
+        return None if self.layout is None else self.layout.fixed
 
     @property
     def unrotated(self) -> torch.Tensor:
@@ -174,14 +190,31 @@ class IndexCandidates:
     def chunk(self, rank: int) -> Chunk:
         return self.snap.chunks[rank if self.rows is None else int(self.rows[rank])]
 
+    def layout_runs(
+        self, config: QRAGConfig, picked: list[int]
+    ) -> list[tuple[int, int, int]] | None:
+        """The runs ``(start, stop, position)`` of equal positions a step scores ``emb`` at, given
+        the ranks ``picked`` (``None``: absolute positions, every chunk its own)."""
+        step, span = config.relative_step, config.relative_span
+        if self.layout is None:
+            return layout_runs(config.position_mode, self.n, picked, step, span)
+        base = list(self.runs) if self.runs is not None else [(0, self.n, 0)] if self.n else []
+        if config.position_mode is not PositionMode.DOCUMENT_RELATIVE or not picked:
+            return base
+        offset = None if self.runs is not None else self.fixed  # a rotated copy is searched
+        return relaid_runs(base, self.layout.order, self.layout.length, picked, step, span, offset)
+
     def fixed_of(self, ranks: np.ndarray) -> np.ndarray | None:
         """The positions to rotate ``emb[ranks]`` by when scoring them one by one (``None``: as
         they are, already rotated or no fixed positions)."""
         return None if self.runs is None or self.fixed is None else self.fixed[ranks]
 
     def position(self, rank: int, searched: int) -> int:
-        """The position a hit on ``rank`` reports: its fixed one, else the one it was scored at."""
-        return searched if self.fixed is None else int(self.fixed[rank])
+        """The position a hit on ``rank`` reports, given the one it was scored at: on a rotated
+        copy the fixed rotation is added (document mode scores those at 0)."""
+        if self.fixed is None or self.runs is not None:
+            return searched
+        return int(self.fixed[rank]) + searched
 
     def best(
         self, searcher: MultiStepSearcher, state: torch.Tensor, picked: list[int]

@@ -1,4 +1,4 @@
-"""Chunk position layouts (none / absolute / relative / document) and the RoPE rotation they drive.
+"""Chunk position layouts (none / absolute / relative / document / document_relative) and the RoPE rotation they drive.
 
 Positions are integers: the reference implementation looks rotation angles up in an integer
 table, so a relative layout ``linspace(0, 18, n)`` is floored. Integer positions also make runs
@@ -104,6 +104,117 @@ def document_positions(doc_ids: Sequence[object], step: int, span: float) -> np.
     return layout_positions(*document_layout(doc_ids), step, span)
 
 
+def document_relative_positions_at(
+    ranks: np.ndarray,
+    order: np.ndarray,
+    length: np.ndarray,
+    picked_ranks: Sequence[int],
+    picked_order: Sequence[int],
+    step: int,
+    span: float,
+) -> np.ndarray:
+    """Positions under :attr:`PositionMode.DOCUMENT_RELATIVE` of the chunks at ``ranks`` (document
+    order), each the ``order``-th of its document's ``length`` chunks, given the picks' ranks and
+    their orders in their documents: :func:`layout_positions`, except in a document holding
+    picks, where :func:`relative_positions_at` lays that document out around them.
+
+    Returns:
+        int64 array shaped like ``ranks``.
+    """
+    ranks, order, length = (np.asarray(a, dtype=np.int64) for a in (ranks, order, length))
+    out = layout_positions(order, length, step, span)
+    starts = ranks - order  # a document is known by the rank of its first chunk
+    picked = np.asarray(picked_ranks, dtype=np.int64)
+    picked_starts = picked - np.asarray(picked_order, dtype=np.int64)
+    for start in np.unique(picked_starts).tolist():
+        here = starts == start
+        if here.any():
+            local = (picked[picked_starts == start] - start).tolist()
+            out[here] = relative_positions_at(order[here], int(length[here][0]), local, step, span)
+    return out
+
+
+def fixed_runs(positions: np.ndarray) -> tuple[tuple[int, int, int], ...]:
+    """``positions`` (document order) as runs ``(start, stop, position)`` of equal values."""
+    if positions.size == 0:
+        return ()
+    cuts = np.flatnonzero(np.diff(positions)) + 1
+    starts = np.concatenate([[0], cuts]).astype(np.int64)
+    stops = np.concatenate([cuts, [positions.size]]).astype(np.int64)
+    return tuple((int(a), int(b), int(positions[a])) for a, b in zip(starts, stops))
+
+
+def _outside(
+    runs: Sequence[tuple[int, int, int]], spans: Sequence[tuple[int, int]]
+) -> list[tuple[int, int, int]]:
+    """The parts of ``runs`` outside ``spans`` (sorted, disjoint ``(start, stop)``)."""
+    out = []
+    for a, b, p in runs:
+        for lo, hi in spans:
+            if hi <= a:
+                continue
+            if lo >= b:
+                break
+            if lo > a:
+                out.append((a, lo, p))
+            a = hi
+        if a < b:
+            out.append((a, b, p))
+    return out
+
+
+def relaid_runs(
+    base: Sequence[tuple[int, int, int]],
+    order: np.ndarray,
+    length: np.ndarray,
+    picked_ranks: Sequence[int],
+    step: int,
+    span: float,
+    offset: np.ndarray | None = None,
+) -> list[tuple[int, int, int]]:
+    """The runs a :attr:`PositionMode.DOCUMENT_RELATIVE` step scores: ``base`` (the fixed layout's
+    runs) with every document holding picks laid out around them (:func:`relative_runs`).
+
+    Args:
+        base: runs ``(start, stop, position)`` of the document mode's layout.
+        order: each chunk's order inside its document (document order).
+        length: each chunk's document's chunk count.
+        picked_ranks: ranks of the picks.
+        step: distance between segments.
+        span: fraction of ``step`` a segment spreads over.
+        offset: positions the searched embeddings are already rotated by (a rotated copy):
+            the runs of a relaid document then hold the rest, ``relative - offset``.
+
+    Returns:
+        Runs sorted by start, covering what ``base`` covers.
+    """
+    docs = sorted({(int(r) - int(order[r]), int(length[r])) for r in picked_ranks})
+    relaid: list[tuple[int, int, int]] = []
+    for lo, n in docs:
+        local = [int(r) - lo for r in picked_ranks if lo <= r < lo + n]
+        if offset is None:
+            runs = relative_runs(n, local, step, span)
+        else:
+            runs = list(fixed_runs(relative_layout(n, local, step, span) - offset[lo : lo + n]))
+        relaid += [(lo + a, lo + b, p) for a, b, p in runs]
+    return sorted(_outside(base, [(lo, lo + n) for lo, n in docs]) + relaid)
+
+
+def positions_in_runs(runs: Sequence[tuple[int, int, int]], ranks: np.ndarray) -> np.ndarray:
+    """The position of each of ``ranks`` in ``runs`` (sorted, covering every rank asked)."""
+    starts = np.array([a for a, _, _ in runs], dtype=np.int64)
+    at = np.array([p for _, _, p in runs], dtype=np.int64)
+    return at[np.searchsorted(starts, np.asarray(ranks, dtype=np.int64), side="right") - 1]
+
+
+def _needs_documents(mode: PositionMode) -> None:
+    if mode is PositionMode.DOCUMENT_RELATIVE:
+        raise ValueError(
+            "position_mode document_relative lays chunks out by document: use "
+            "document_relative_positions_at / relaid_runs with each chunk's document layout"
+        )
+
+
 def positions_at(
     mode: PositionMode,
     ranks: np.ndarray,
@@ -115,6 +226,7 @@ def positions_at(
     """Positions of the chunks at ``ranks`` (document order) among ``n``, for any position mode
     (document mode: 0, since its fixed rotation is applied to the embeddings searched, see
     :class:`~qrag_integrations.core.candidates.DocumentRotation`)."""
+    _needs_documents(mode)
     if mode is PositionMode.RELATIVE:
         return relative_positions_at(ranks, n, picked_ranks, step, span)
     if mode is PositionMode.ABSOLUTE:
@@ -135,6 +247,7 @@ def layout_runs(
     """Runs of equal positions, or ``None`` when every chunk has its own (absolute mode); document
     mode is one run at 0 like none: its fixed positions are in the embeddings searched, or are the
     candidates' own runs (:class:`~qrag_integrations.core.candidates.IndexCandidates`)."""
+    _needs_documents(mode)
     if mode is PositionMode.RELATIVE:
         return relative_runs(n, picked_ranks, step, span)
     if mode in (PositionMode.NONE, PositionMode.DOCUMENT):

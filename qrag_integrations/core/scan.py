@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 import torch
 
-from qrag_integrations.core.positions import positions_at
+from qrag_integrations.core.config import PositionMode
+from qrag_integrations.core.positions import positions_at, positions_in_runs
 
 if TYPE_CHECKING:
     from qrag_integrations.core.candidates import IndexCandidates
@@ -131,11 +132,12 @@ def score_at_positions(
         ``(Q-values (K,), positions (K,))``.
     """
     cfg = model.config
-    positions = positions_at(
-        cfg.position_mode, ranks, n, picked, cfg.relative_step, cfg.relative_span
-    )  # 0 in document mode, whose rotation is part of the embeddings searched or is ``fixed``
     if fixed is not None:
         positions = fixed
+    else:  # 0 in document mode, whose rotation is part of the embeddings searched
+        positions = positions_at(
+            cfg.position_mode, ranks, n, picked, cfg.relative_step, cfg.relative_span
+        )
     pos_t = torch.from_numpy(positions).to(vectors.device)
     return model.rotate_chunks(vectors.float(), pos_t) @ state.to(vectors.device).float(), positions
 
@@ -191,9 +193,10 @@ def faiss_best(
     if cand.size == 0:
         return searcher._best_one(cands, state, picked)
     sub = cands.emb[torch.from_numpy(cand).to(cands.emb.device)]
-    scores, positions = score_at_positions(
-        searcher.model, state, sub, cand, cands.n, picked, cands.fixed_of(cand)
-    )
+    at = cands.fixed_of(cand)
+    if searcher.model.config.position_mode is PositionMode.DOCUMENT_RELATIVE:
+        at = positions_in_runs(searcher._runs(cands, picked), cand)  # type: ignore[arg-type]
+    scores, positions = score_at_positions(searcher.model, state, sub, cand, cands.n, picked, at)
     i = int(scores.argmax())
     return int(cand[i]), float(scores[i]), int(positions[i])
 

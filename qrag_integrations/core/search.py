@@ -36,7 +36,7 @@ from qrag_integrations.core.lexical import (
     fusion_of,
 )
 from qrag_integrations.core.model import QRAGModel
-from qrag_integrations.core.positions import layout_runs, rotate_as
+from qrag_integrations.core.positions import rotate_as
 from qrag_integrations.core.scan import (
     FaissPreselector,
     cpu_fp32,
@@ -323,10 +323,7 @@ class MultiStepSearcher:
 
     def _runs(self, cands: IndexCandidates, picked: list[int]) -> list[tuple[int, int, int]] | None:
         """The runs ``(start, stop, position)`` of equal positions a step scores ``cands`` at."""
-        if cands.runs is not None:  # document mode on unrotated embeddings
-            return list(cands.runs)
-        cfg = self.model.config
-        return layout_runs(cfg.position_mode, cands.n, picked, cfg.relative_step, cfg.relative_span)
+        return cands.layout_runs(self.model.config, picked)
 
     def _rotated_states(self, states: torch.Tensor, positions: list[int]) -> torch.Tensor:
         """``(R, B, D)``: every state rotated by ``-p`` for each run position ``p``."""

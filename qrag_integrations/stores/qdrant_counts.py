@@ -75,9 +75,9 @@ class CountLayout:
             self._doc_of[out[-1]] = doc_rank
         return np.asarray(out, dtype=np.int64)
 
-    def document_positions(self, ranks: np.ndarray, step: int, span: float) -> np.ndarray:
-        """Fixed positions (document position mode) of the chunks at ``ranks`` (each one ranked
-        by :meth:`ranks` before): their order among the matching chunks of their document.
+    def document_spans(self, ranks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(first rank, matching chunk count)`` of the document of each chunk at ``ranks`` (each
+        one ranked by :meth:`ranks` before).
 
         Raises:
             QRAGError: a rank this layout never ranked.
@@ -94,4 +94,10 @@ class CountLayout:
                 )
                 self._span[doc_rank] = (self._count(below), self._count(_doc_is(doc_rank)))
             first[i], length[i] = self._span[doc_rank]
-        return layout_positions(ranks - first, length, step, span)
+        return first, length
+
+    def document_positions(self, ranks: np.ndarray, step: int, span: float) -> np.ndarray:
+        """Fixed positions (document position mode) of the chunks at ``ranks``: their order among
+        the matching chunks of their document."""
+        first, length = self.document_spans(ranks)
+        return layout_positions(np.asarray(ranks, dtype=np.int64) - first, length, step, span)

@@ -251,13 +251,17 @@ class SortedKeys:
         flat = self.keys[:, 0] * width + self.keys[:, 1]
         return np.searchsorted(flat, keys[:, 0] * width + keys[:, 1], side="left").astype(np.int64)
 
+    def document_spans(self, ranks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(first rank, covered chunk count)`` of the document of each chunk at ``ranks``."""
+        ranks = np.asarray(ranks, dtype=np.int64)
+        if len(ranks) == 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        docs = self.keys[:, 0]
+        first = np.searchsorted(docs, docs[ranks], side="left")
+        return first, np.searchsorted(docs, docs[ranks], side="right") - first
+
     def document_positions(self, ranks: np.ndarray, step: int, span: float) -> np.ndarray:
         """Fixed positions (document position mode) of the chunks at ``ranks``: their order among
         the covered chunks of their document, by :func:`~qrag_integrations.core.positions.layout_positions`."""
-        ranks = np.asarray(ranks, dtype=np.int64)
-        if len(ranks) == 0:
-            return np.zeros(0, dtype=np.int64)
-        docs = self.keys[:, 0]
-        first = np.searchsorted(docs, docs[ranks], side="left")
-        length = np.searchsorted(docs, docs[ranks], side="right") - first
-        return layout_positions(ranks - first, length, step, span)
+        first, length = self.document_spans(ranks)
+        return layout_positions(np.asarray(ranks, dtype=np.int64) - first, length, step, span)

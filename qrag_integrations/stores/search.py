@@ -30,6 +30,7 @@ from qrag_integrations.core.config import PositionMode
 from qrag_integrations.core.errors import IndexMismatchError, QRAGError
 from qrag_integrations.core.index import ChunkIndex
 from qrag_integrations.core.model import QRAGModel
+from qrag_integrations.core.positions import document_relative_positions_at
 from qrag_integrations.core.scan import score_at_positions
 from qrag_integrations.core.search import Hit, MultiStepSearcher
 
@@ -58,6 +59,9 @@ class StoreLayout(Protocol):
 
     def document_positions(self, ranks: np.ndarray, step: int, span: float) -> np.ndarray:
         """Fixed positions (document position mode) of the chunks at ``ranks``."""
+
+    def document_spans(self, ranks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(first rank, chunk count)`` of the document of each chunk at ``ranks``."""
 
 
 class CandidateSource(Protocol):
@@ -157,8 +161,26 @@ class _StoreSet:
         fixed = None
         if cfg.position_mode is PositionMode.DOCUMENT:  # stored vectors are unrotated
             fixed = self.layout.document_positions(ranks, cfg.relative_step, cfg.relative_span)
+        elif cfg.position_mode is PositionMode.DOCUMENT_RELATIVE:
+            fixed = self._document_relative(ranks, picked)
         q, positions = score_at_positions(owner.model, state, vectors, ranks, self.n, picked, fixed)
         return _Scored(chunks, ranks, q.cpu(), positions, len(unpicked) - len(keep))
+
+    def _document_relative(self, ranks: np.ndarray, picked: list[int]) -> np.ndarray:
+        """Positions of the chunks at ``ranks`` under ``document_relative`` given the picks."""
+        cfg = self.owner.model.config
+        first, length = self.layout.document_spans(ranks)
+        taken = np.asarray(picked, dtype=np.int64)
+        taken_first = self.layout.document_spans(taken)[0] if len(taken) else taken
+        return document_relative_positions_at(
+            ranks,
+            ranks - first,
+            length,
+            taken,
+            taken - taken_first,
+            cfg.relative_step,
+            cfg.relative_span,
+        )
 
     def best(
         self, searcher: MultiStepSearcher, state: torch.Tensor, picked: list[int]

@@ -465,3 +465,37 @@ def test_document_mode_on_one_chunk_documents_searches_as_none(tiny_bert_dir) ->
     assert runs[PositionMode.DOCUMENT][0] == runs[PositionMode.NONE][0]
     assert runs[PositionMode.NONE][1] == runs[PositionMode.NONE][0]  # none ignores documents
     assert runs[PositionMode.DOCUMENT][1] != runs[PositionMode.DOCUMENT][0]  # one document: rotated
+
+
+@pytest.mark.parametrize("picked", [[], [0], [2], [5, 1], [3, 4, 9], [9, 8, 0, 13]])
+@pytest.mark.parametrize("offset", [False, True])
+def test_document_relative_runs_hold_the_positions_document_by_document(
+    picked: list[int], offset: bool
+) -> None:
+    from qrag_integrations.core.candidates import fixed_runs
+    from qrag_integrations.core.positions import (
+        document_layout,
+        document_relative_positions_at,
+        layout_positions,
+        positions_in_runs,
+        relaid_runs,
+        relative_layout,
+    )
+
+    ids = ["a"] * 6 + ["b"] + ["c"] * 7  # documents of 6, 1 and 7 chunks
+    order, length = document_layout(ids)
+    fixed = layout_positions(order, length, 4, 0.9)
+    want = fixed.copy()
+    for lo, hi in [(0, 6), (6, 7), (7, 14)]:
+        local = [p - lo for p in picked if lo <= p < hi]
+        if local:
+            want[lo:hi] = relative_layout(hi - lo, local, 4, 0.9)
+    ranks = np.arange(14)
+    got = document_relative_positions_at(ranks, order, length, picked, order[picked], 4, 0.9)
+    np.testing.assert_array_equal(got, want)
+    rest = fixed if offset else np.zeros(14, dtype=np.int64)
+    base = list(fixed_runs(fixed)) if not offset else [(0, 14, 0)]
+    runs = relaid_runs(base, order, length, picked, 4, 0.9, fixed if offset else None)
+    assert [a for a, _, _ in runs] == sorted(a for a, _, _ in runs) and runs[0][0] == 0
+    assert all(b == a2 for (_, b, _), (a2, _, _) in itertools.pairwise(runs)) and runs[-1][1] == 14
+    np.testing.assert_array_equal(positions_in_runs(runs, ranks) + rest, want)

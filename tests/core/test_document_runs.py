@@ -15,7 +15,14 @@ from qrag_integrations.core.config import QRAGConfig
 from qrag_integrations.core.index import ChunkIndex
 from qrag_integrations.core.search import MultiStepSearcher, SearchSettings
 
-DOCUMENT_MODES = ["document", "document-anchored", "document-slow", "document-last-pick"]
+DOCUMENT_MODES = [
+    "document",
+    "document-anchored",
+    "document-slow",
+    "document-last-pick",
+    "document-relative",
+    "document-relative-anchored",
+]
 #: MIN_MEAN_RUN values: 1 = runs for the 13-chunk test index (13 runs), 10**9 = always a copy
 WAYS = {"runs": 1, "copy": 10**9}
 
@@ -73,8 +80,9 @@ def test_both_ways_are_the_brute_force_search(make_model, way, mode: str, block_
     assert_same(as_tuples(one), brute_force(model, index, QUERIES[0], 6))
 
 
-def test_both_ways_with_a_filter_and_per_question_indexes(make_model, way) -> None:
-    model = make_model("document")
+@pytest.mark.parametrize("mode", ["document", "document-relative"])
+def test_both_ways_with_a_filter_and_per_question_indexes(make_model, way, mode: str) -> None:
+    model = make_model(mode)
     index = random_index()
     snap = index.snapshot()
     rows = [i for i in range(N) if i % 3]
@@ -88,7 +96,9 @@ def test_both_ways_with_a_filter_and_per_question_indexes(make_model, way) -> No
     assert snap.embeddings is index.snapshot().embeddings  # nothing stored was rotated
 
 
-@pytest.mark.parametrize("mode", ["document-anchored", "document-last-pick"])
+@pytest.mark.parametrize(
+    "mode", ["document-anchored", "document-last-pick", "document-relative-anchored"]
+)
 @pytest.mark.parametrize("settings", ["faiss", "int8", "bf16"])
 def test_both_ways_with_faiss_and_compact_scans(make_model, way, settings: str, mode: str) -> None:
     model = make_model(mode)
@@ -102,11 +112,12 @@ def test_both_ways_with_faiss_and_compact_scans(make_model, way, settings: str, 
         assert_same(as_tuples(hits), brute_force(model, index, query, 5))
 
 
+@pytest.mark.parametrize("mode", ["document", "document-relative"])
 @pytest.mark.parametrize("depth", [1, 3, 50])
 def test_lexical_fusion_picks_the_same_either_way(
-    make_model, monkeypatch: pytest.MonkeyPatch, depth: int
+    make_model, monkeypatch: pytest.MonkeyPatch, depth: int, mode: str
 ) -> None:
-    model = make_model("document")
+    model = make_model(mode)
     index = random_index()
     got = {}
     for name, value in WAYS.items():

@@ -136,11 +136,11 @@ def test_ingest_then_search_equals_exact_in_memory_search(model: QRAGModel, kind
     assert [c.id for c in source.get(["c3", "nope", "c11"])] == ["c3", "c11"]
 
 
-@pytest.fixture(scope="module")
-def document_model(model: QRAGModel) -> QRAGModel:
-    """The same weights with fixed positions inside each document (the default's mode)."""
+@pytest.fixture(scope="module", params=[PositionMode.DOCUMENT, PositionMode.DOCUMENT_RELATIVE])
+def document_model(model: QRAGModel, request: pytest.FixtureRequest) -> QRAGModel:
+    """The same weights with positions laid out inside each document (the default's modes)."""
     other = copy.deepcopy(model)
-    other.config.position_mode = PositionMode.DOCUMENT
+    other.config.position_mode = request.param
     return other
 
 

@@ -149,3 +149,15 @@ def test_state_at_last_pick_needs_document_positions_and_the_next_hop_learner(
     )
     with pytest.raises(ValueError, match="PQN does not train state_at_last_pick"):
         PQNAgent(QRAGModel.from_base(cfg), PQNConfig())
+
+
+def test_document_relative_lays_out_only_the_documents_holding_picks() -> None:
+    from qrag_integrations.core.positions import relative_layout
+
+    story = _story(8, ["a"] * 4 + ["b"] * 4)
+    cfg = QRAGConfig(position_mode=PositionMode.DOCUMENT_RELATIVE)
+    fixed = positions_for(story, DOC, [])
+    assert positions_for(story, cfg, []).tolist() == fixed.tolist()
+    got = positions_for(story, cfg, [1])
+    assert got[4:].tolist() == fixed[4:].tolist()  # document b holds no pick
+    assert got[:4].tolist() == relative_layout(4, [1], 20, 0.9).tolist() == [0, 20, 29, 38]

@@ -16,7 +16,12 @@ from typing import Protocol
 import numpy as np
 
 from qrag_integrations.core.config import PositionMode
-from qrag_integrations.core.positions import document_layout, layout, layout_positions
+from qrag_integrations.core.positions import (
+    document_layout,
+    document_relative_positions_at,
+    layout,
+    layout_positions,
+)
 from qrag_training.data.episode import Episode
 from qrag_training.data.mixture import ONE_DOCUMENT_KEY
 
@@ -67,4 +72,16 @@ def positions_for(
     s = settings
     if s.position_mode is PositionMode.DOCUMENT:
         return layout_positions(*episode_layout(episode), s.relative_step, s.relative_span)
+    if s.position_mode is PositionMode.DOCUMENT_RELATIVE:
+        order, length = episode_layout(episode)
+        taken = list(picked)
+        return document_relative_positions_at(
+            np.arange(len(order)),
+            order,
+            length,
+            taken,
+            order[taken],
+            s.relative_step,
+            s.relative_span,
+        )
     return layout(s.position_mode, len(episode.chunks), picked, s.relative_step, s.relative_span)

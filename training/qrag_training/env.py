@@ -39,7 +39,8 @@ class EnvSettings:
     max_steps: int = 6
     """Picks per episode; reaching it is a truncation (paper: BabiLong 6, HotpotQA 2)."""
     position_mode: PositionMode = PositionMode.RELATIVE
-    """Chunk position layout: none, absolute, relative (re-laid out after every pick) or document."""
+    """Chunk position layout: none, absolute, relative (re-laid out after every pick), document or
+    document_relative (:class:`~qrag_integrations.core.config.PositionMode`)."""
     relative_step: int = 20
     """Relative mode: distance between segments."""
     relative_span: float = 0.9

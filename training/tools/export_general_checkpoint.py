@@ -24,6 +24,7 @@ import torch
 
 from benchmarks.general.report import table
 from qrag_integrations.core.checkpoint import save_pretrained
+from qrag_integrations.core.config import PositionMode
 from qrag_integrations.core.defaults import GENERAL_CHECKPOINT
 from qrag_integrations.core.loading import load_model
 
@@ -202,6 +203,13 @@ def main() -> None:
         "(QRAGConfig.supersede_margin; default: the source's)",
     )
     p.add_argument(
+        "--position-mode",
+        choices=[m.value for m in PositionMode],
+        default=None,
+        help="chunk position layout saved as the model's own (QRAGConfig.position_mode; default: "
+        "the source's)",
+    )
+    p.add_argument(
         "--training-notes",
         type=Path,
         default=None,
@@ -222,6 +230,8 @@ def main() -> None:
         model.config.lexical_gap = args.lexical_gap or None
     if args.supersede_margin is not None:
         model.config.supersede_margin = args.supersede_margin
+    if args.position_mode is not None:
+        model.config.position_mode = PositionMode(args.position_mode)
     notes = card_notes(
         [v for v in args.val if v.exists()],
         args.val_name,
