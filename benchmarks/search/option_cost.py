@@ -15,11 +15,19 @@ their ratio, and how many picks differ.
 
     python -m benchmarks.search.option_cost --sizes 100000,400000 --queries 20
     python -m benchmarks.search.option_cost --option lexical_gap --sizes 100000,400000 --queries 20
+    python -m benchmarks.search.option_cost --option position_mode --batches 1,16 --queries 32
+
+- ``--option position_mode`` (the model's ``position_mode`` ``document_relative`` against
+  ``document``): documents holding picks are re-laid out each step, and a batch no longer shares
+  one scan after the first step (positions depend on each question's picks). ``--batches``: also
+  search that many questions a call (the time reported is per question).
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
+import dataclasses
 import statistics
 import time
 
@@ -29,6 +37,7 @@ from benchmarks.harness import results as harness
 from benchmarks.harness.texts import shakespeare_sentences
 from benchmarks.search.corpus import make_embeddings, make_texts, measure_real_norms
 from qrag_integrations import load_model
+from qrag_integrations.core.config import QRAGConfig
 from qrag_integrations.core.index import ChunkIndex
 from qrag_integrations.core.search import MultiStepSearcher, SearchSettings
 
@@ -39,28 +48,55 @@ DOC_CHUNKS = 50  # chunks per document in the "many documents" layout
 OPTIONS = {
     "supersede": lambda gap: ({"supersede": True}, {"supersede": False}),
     "lexical_gap": lambda gap: ({"lexical_gap": gap}, {"lexical_gap": 0}),
+    "position_mode": lambda gap: (
+        {"position_mode": "document_relative"},
+        {"position_mode": "document"},
+    ),
 }
+
+#: Options that are the model's configuration (``QRAGConfig``), not ``SearchSettings``.
+MODEL_FIELDS = {f.name for f in dataclasses.fields(QRAGConfig)}
+
+
+def searcher_with(model, index: ChunkIndex, changes: dict) -> MultiStepSearcher:
+    """A searcher with ``changes``: model configuration fields on a shallow copy of the model
+    (the weights shared), the rest as ``SearchSettings``."""
+    config = {k: v for k, v in changes.items() if k in MODEL_FIELDS}
+    if config:
+        model = copy.copy(model)
+        model.config = dataclasses.replace(model.config, **config)
+    rest = {k: v for k, v in changes.items() if k not in MODEL_FIELDS}
+    return MultiStepSearcher(model, index, SearchSettings(**rest))
 
 
 def measure(
-    model, index: ChunkIndex, queries: list[str], k: int, settings: tuple[dict, dict]
+    model,
+    index: ChunkIndex,
+    queries: list[str],
+    k: int,
+    settings: tuple[dict, dict],
+    batch: int = 1,
 ) -> dict:
-    on = MultiStepSearcher(model, index, SearchSettings(**settings[0]))
-    off = MultiStepSearcher(model, index, SearchSettings(**settings[1]))
+    """Median milliseconds per question of each side, searching ``batch`` questions a call."""
+    on = searcher_with(model, index, settings[0])
+    off = searcher_with(model, index, settings[1])
     on.search(queries[:1], k=k)  # builds the layout, BM25 and rotated copy once for both
     off.search(queries[:1], k=k)
     times = {"on": [], "off": []}
     replaced = 0
-    for i, q in enumerate(queries):
+    calls = [queries[i : i + batch] for i in range(0, len(queries), batch)]
+    for i, group in enumerate(calls):
         hits = {}
         for side in ("on", "off") if i % 2 == 0 else ("off", "on"):
             searcher = on if side == "on" else off
             start = time.perf_counter()
-            hits[side] = searcher.search([q], k=k)[0]
-            times[side].append((time.perf_counter() - start) * 1000)
-        replaced += sum(a.chunk.id != b.chunk.id for a, b in zip(hits["on"], hits["off"]))
+            hits[side] = searcher.search(group, k=k)
+            times[side].append((time.perf_counter() - start) * 1000 / len(group))
+        for a_hits, b_hits in zip(hits["on"], hits["off"]):
+            replaced += sum(a.chunk.id != b.chunk.id for a, b in zip(a_hits, b_hits))
     on_ms, off_ms = statistics.median(times["on"]), statistics.median(times["off"])
     return {
+        "batch": batch,
         "ms_on": round(on_ms, 2),
         "ms_off": round(off_ms, 2),
         "ratio": round(on_ms / off_ms, 3),
@@ -78,6 +114,11 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--queries", type=int, default=20)
     p.add_argument("--k", type=int, default=3)
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument(
+        "--batches",
+        default="1",
+        help="questions per search call, comma-separated (ms per question)",
+    )
     p.add_argument("--out", default=None, help="default: results/OPTION_cost.json")
     args = p.parse_args(argv)
     harness.set_threads(args.threads)
@@ -105,9 +146,11 @@ def main(argv: list[str] | None = None) -> None:
                 ["d"] * n if layout == "one document" else [f"d{i // DOC_CHUNKS}" for i in range(n)]
             )
             index.add(texts, emb, doc_ids=docs)
-            row = {"n": n, "layout": layout, **measure(model, index, queries, args.k, settings)}
-            print(row, flush=True)
-            out["results"].append(row)
+            for batch in (int(b) for b in args.batches.split(",")):
+                got = measure(model, index, queries, args.k, settings, batch)
+                row = {"n": n, "layout": layout, **got}
+                print(row, flush=True)
+                out["results"].append(row)
             del index
     out |= harness.provenance(argv, args.threads)
     path = args.out or f"benchmarks/search/results/{args.option}_cost.json"

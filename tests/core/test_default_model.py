@@ -24,7 +24,7 @@ def test_the_default_is_the_packaged_general_checkpoint() -> None:
         cfg.lexical_depth == 10
         and cfg.lexical_steps == 1
         and cfg.lexical_gap == 0.03
-        and cfg.position_mode is PositionMode.DOCUMENT
+        and cfg.position_mode is PositionMode.DOCUMENT_RELATIVE
         and cfg.rope_theta == 1e8
         and cfg.rope_max_frequency == pytest.approx(math.pi / 18)
         and cfg.normalize
