@@ -15,10 +15,12 @@ from qrag_integrations.core.chunks import Chunk, MetadataFilter, Snapshot
 from qrag_integrations.core.config import PositionMode, QRAGConfig
 from qrag_integrations.core.positions import (
     document_layout,
+    document_runs,
     fixed_runs,
     layout_positions,
     layout_runs,
-    relaid_runs,
+    overlaid,
+    picked_documents,
     rotate_as,
 )
 from qrag_integrations.core.scan import BuiltFor
@@ -201,8 +203,20 @@ class IndexCandidates:
         base = list(self.runs) if self.runs is not None else [(0, self.n, 0)] if self.n else []
         if config.position_mode is not PositionMode.DOCUMENT_RELATIVE or not picked:
             return base
+        return overlaid(base, *self.relaid(config, picked))
+
+    def relaid(
+        self, config: QRAGConfig, picked: list[int]
+    ) -> tuple[list[tuple[int, int]], list[tuple[int, int, int]]]:
+        """``document_relative``: the ``(start, stop)`` of each document holding picks, and those
+        documents' runs (positions over ``emb``) laid out around them."""
+        assert self.layout is not None
+        order, length = self.layout.order, self.layout.length
         offset = None if self.runs is not None else self.fixed  # a rotated copy is searched
-        return relaid_runs(base, self.layout.order, self.layout.length, picked, step, span, offset)
+        runs = document_runs(
+            order, length, picked, config.relative_step, config.relative_span, offset
+        )
+        return picked_documents(order, length, picked), runs
 
     def fixed_of(self, ranks: np.ndarray) -> np.ndarray | None:
         """The positions to rotate ``emb[ranks]`` by when scoring them one by one (``None``: as

@@ -163,8 +163,17 @@ def _outside(
     return out
 
 
-def relaid_runs(
-    base: Sequence[tuple[int, int, int]],
+def picked_documents(
+    order: np.ndarray, length: np.ndarray, picked_ranks: Sequence[int]
+) -> list[tuple[int, int]]:
+    """``(start, stop)`` of each document holding one of ``picked_ranks``, sorted (``order`` and
+    ``length``: each chunk's order inside its document and that document's chunk count)."""
+    return sorted(
+        {(int(r) - int(order[r]), int(r) - int(order[r]) + int(length[r])) for r in picked_ranks}
+    )
+
+
+def document_runs(
     order: np.ndarray,
     length: np.ndarray,
     picked_ranks: Sequence[int],
@@ -172,32 +181,30 @@ def relaid_runs(
     span: float,
     offset: np.ndarray | None = None,
 ) -> list[tuple[int, int, int]]:
-    """The runs a :attr:`PositionMode.DOCUMENT_RELATIVE` step scores: ``base`` (the fixed layout's
-    runs) with every document holding picks laid out around them (:func:`relative_runs`).
-
-    Args:
-        base: runs ``(start, stop, position)`` of the document mode's layout.
-        order: each chunk's order inside its document (document order).
-        length: each chunk's document's chunk count.
-        picked_ranks: ranks of the picks.
-        step: distance between segments.
-        span: fraction of ``step`` a segment spreads over.
-        offset: positions the searched embeddings are already rotated by (a rotated copy):
-            the runs of a relaid document then hold the rest, ``relative - offset``.
-
-    Returns:
-        Runs sorted by start, covering what ``base`` covers.
-    """
-    docs = sorted({(int(r) - int(order[r]), int(length[r])) for r in picked_ranks})
-    relaid: list[tuple[int, int, int]] = []
-    for lo, n in docs:
-        local = [int(r) - lo for r in picked_ranks if lo <= r < lo + n]
+    """The runs of the documents holding picks under :attr:`PositionMode.DOCUMENT_RELATIVE`, each
+    laid out around its picks (:func:`relative_runs`), sorted; ``offset``: positions the searched
+    embeddings are already rotated by (a rotated copy), so the runs hold the rest,
+    ``relative - offset``."""
+    out: list[tuple[int, int, int]] = []
+    for lo, hi in picked_documents(order, length, picked_ranks):
+        local = [int(r) - lo for r in picked_ranks if lo <= r < hi]
         if offset is None:
-            runs = relative_runs(n, local, step, span)
+            runs = relative_runs(hi - lo, local, step, span)
         else:
-            runs = list(fixed_runs(relative_layout(n, local, step, span) - offset[lo : lo + n]))
-        relaid += [(lo + a, lo + b, p) for a, b, p in runs]
-    return sorted(_outside(base, [(lo, lo + n) for lo, n in docs]) + relaid)
+            runs = list(fixed_runs(relative_layout(hi - lo, local, step, span) - offset[lo:hi]))
+        out += [(lo + a, lo + b, p) for a, b, p in runs]
+    return out
+
+
+def overlaid(
+    base: Sequence[tuple[int, int, int]],
+    spans: Sequence[tuple[int, int]],
+    runs: Sequence[tuple[int, int, int]],
+) -> list[tuple[int, int, int]]:
+    """``base`` runs outside ``spans`` (sorted, disjoint ``(start, stop)``) plus ``runs`` (inside
+    them), sorted by start: a :attr:`PositionMode.DOCUMENT_RELATIVE` step's layout from the fixed
+    layout's runs and :func:`document_runs`."""
+    return sorted(_outside(base, spans) + list(runs))
 
 
 def positions_in_runs(runs: Sequence[tuple[int, int, int]], ranks: np.ndarray) -> np.ndarray:
@@ -211,7 +218,7 @@ def _needs_documents(mode: PositionMode) -> None:
     if mode is PositionMode.DOCUMENT_RELATIVE:
         raise ValueError(
             "position_mode document_relative lays chunks out by document: use "
-            "document_relative_positions_at / relaid_runs with each chunk's document layout"
+            "document_relative_positions_at / document_runs with each chunk's document layout"
         )
 
 

@@ -240,6 +240,7 @@ def top_k_shared(
     picked: Sequence[Sequence[int]],
     k: int,
     block: int,
+    skip: Sequence[Sequence[tuple[int, int]]] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The ``k`` best untaken chunks of every state over one shared layout, in one block scan.
 
@@ -250,6 +251,8 @@ def top_k_shared(
         picked: per state, the ranks it may not get.
         k: how many to keep per state.
         block: rows scored at a time.
+        skip: per state, spans ``(start, stop)`` of ranks it does not get here either (scored
+            elsewhere at other positions).
 
     Returns:
         ``(q, rank, position)``, each ``(min(k, n), B)`` on ``emb``'s device, best first. With
@@ -270,6 +273,10 @@ def top_k_shared(
                 local = [r - lo for r in ranks if lo <= r < hi]
                 if local:
                     scores[local, col] = -torch.inf
+            for col, spans in enumerate(skip or ()):
+                for start, stop in spans:
+                    if max(start, lo) < min(stop, hi):
+                        scores[max(start, lo) - lo : min(stop, hi) - lo, col] = -torch.inf
             if k == 1:  # max keeps the first of equal scores; topk's order of ties is unspecified
                 q, r = scores.max(0, keepdim=True)
             else:

@@ -37,6 +37,7 @@ from qrag_integrations.core.lexical import (
 )
 from qrag_integrations.core.model import QRAGModel
 from qrag_integrations.core.positions import rotate_as
+from qrag_integrations.core.relaid_scan import relaid_top_k, shares
 from qrag_integrations.core.scan import (
     FaissPreselector,
     cpu_fp32,
@@ -251,7 +252,11 @@ class MultiStepSearcher:
                     last = torch.tensor([results[b][-1].position for b in active])
                     states = self.model.place_states(states, last)
             best: list[tuple[int, float, int] | None]
-            one_layout = shared and (step == 1 or not positions)  # one scan serves the batch
+            one_layout = shared and (  # one scan serves the batch
+                step == 1
+                or not positions
+                or shares(self, candidates[0], [picked[b] for b in active])  # type: ignore[arg-type]
+            )
             pool = pools(self, candidates, active, states, picked, one_layout, margin)
             if fusion is not None and fusion.at(step):
                 best = fused_picks(self, fusion, step, active, states, picked, pool, one_layout)
@@ -350,6 +355,8 @@ class MultiStepSearcher:
         """The ``k`` best ``(Q, rank, position)`` of states that share one layout (the first
         step, or no positions), each ``(k, B)``, in one pass over the index; ``None`` with
         absolute positions (every chunk has its own)."""
+        if any(picked) and shares(self, cands, picked):
+            return relaid_top_k(self, cands, states, picked, k)
         runs = self._runs(cands, [])
         if runs is None:
             return None

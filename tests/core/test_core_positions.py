@@ -476,9 +476,11 @@ def test_document_relative_runs_hold_the_positions_document_by_document(
     from qrag_integrations.core.positions import (
         document_layout,
         document_relative_positions_at,
+        document_runs,
         layout_positions,
+        overlaid,
+        picked_documents,
         positions_in_runs,
-        relaid_runs,
         relative_layout,
     )
 
@@ -495,7 +497,9 @@ def test_document_relative_runs_hold_the_positions_document_by_document(
     np.testing.assert_array_equal(got, want)
     rest = fixed if offset else np.zeros(14, dtype=np.int64)
     base = list(fixed_runs(fixed)) if not offset else [(0, 14, 0)]
-    runs = relaid_runs(base, order, length, picked, 4, 0.9, fixed if offset else None)
+    spans = picked_documents(order, length, picked)
+    relaid = document_runs(order, length, picked, 4, 0.9, fixed if offset else None)
+    runs = overlaid(base, spans, relaid)
     assert [a for a, _, _ in runs] == sorted(a for a, _, _ in runs) and runs[0][0] == 0
     assert all(b == a2 for (_, b, _), (a2, _, _) in itertools.pairwise(runs)) and runs[-1][1] == 14
     np.testing.assert_array_equal(positions_in_runs(runs, ranks) + rest, want)

@@ -129,3 +129,48 @@ def test_lexical_fusion_picks_the_same_either_way(
         assert_same(a, b)
         assert np.allclose([q for _, _, q, _ in a], [q for _, _, q, _ in b], atol=1e-5)
     assert_same(got["runs-one"], got["copy-one"])
+
+
+def short_documents_index(n: int = 40, per_doc: int = 4) -> ChunkIndex:
+    """``n`` chunks in documents of ``per_doc``: a batch's relaid documents stay small."""
+    index = ChunkIndex(32)
+    texts = [f"fact {i} " + "the " * (i % 17) + "a " * (i // 17) for i in range(n)]
+    emb = torch.randn(n, 32, generator=torch.Generator().manual_seed(5))
+    index.add(texts, emb, ids=[f"c{i}" for i in range(n)], doc_ids=[i // per_doc for i in range(n)])
+    return index
+
+
+@pytest.mark.parametrize("mode", ["document-relative", "document-relative-anchored"])
+def test_a_batch_shares_one_scan_outside_its_relaid_documents(
+    make_model, way, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from qrag_integrations.core import relaid_scan, search
+
+    model, index = make_model(mode), short_documents_index()
+    calls = []
+    real = relaid_scan.relaid_top_k
+    monkeypatch.setattr(search, "relaid_top_k", lambda *a: calls.append(a[-1]) or real(*a))
+    for block_size in (3, 65536):
+        searcher = MultiStepSearcher(model, index, SearchSettings(block_size=block_size))
+        for query, hits in zip(QUERIES, searcher.search(QUERIES, k=4)):
+            assert_same(as_tuples(hits), brute_force(model, index, query, 4))
+    assert calls  # the shared scan ran
+    for settings in (SearchSettings(lexical_depth=3), SearchSettings(supersede=True)):
+        searcher = MultiStepSearcher(model, index, settings)
+        alone = [searcher.search([q], k=4)[0] for q in QUERIES]  # one question: its own scans
+        for got, want in zip(searcher.search(QUERIES, k=4), alone):
+            assert_same(as_tuples(got), as_tuples(want))
+    assert max(calls) > 1  # the pools and fusion asked the shared scan for more than one
+
+
+def test_one_long_relaid_document_per_question_is_scanned_per_question(make_model) -> None:
+    from qrag_integrations.core.relaid_scan import shares
+
+    model = make_model("document-relative")
+    searcher = MultiStepSearcher(model, short_documents_index())
+    got = searcher._searched.candidates(searcher.index.snapshot(), None)
+    assert shares(searcher, got, [[0], [5], [9]])  # three documents of 4 of 40 chunks
+    assert not shares(searcher, got, [[0]])  # one question: its own scan
+    long = MultiStepSearcher(model, short_documents_index(per_doc=40))
+    one = long._searched.candidates(long.index.snapshot(), None)
+    assert not shares(long, one, [[0], [5]])  # each relays the whole index
