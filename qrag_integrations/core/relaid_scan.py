@@ -16,6 +16,7 @@ import torch
 
 from qrag_integrations.core.candidates import IndexCandidates
 from qrag_integrations.core.config import PositionMode
+from qrag_integrations.core.positions import picked_documents
 from qrag_integrations.core.scan import top_k_shared
 
 if TYPE_CHECKING:
@@ -32,8 +33,8 @@ def shares(
         return False
     if len(picked) < 2 or cands.layout is None or cands.rows is not None:
         return False
-    layout = cands.layout
-    relaid = sum(int(layout.length[r]) for p in picked for r in {r - layout.order[r] for r in p})
+    order, length = cands.layout.order, cands.layout.length
+    relaid = sum(hi - lo for p in picked for lo, hi in picked_documents(order, length, p))
     return relaid <= cands.n
 
 
