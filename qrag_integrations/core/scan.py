@@ -125,8 +125,10 @@ def score_at_positions(
         ranks: ``(K,)`` their ranks in document order among the ``n`` searched chunks.
         n: number of searched chunks (positions are laid out over them).
         picked: ranks of the chunks picked so far.
-        fixed: document position mode: the chunks' fixed positions to rotate ``vectors`` (stored
-            unrotated) by; without them, ``vectors`` are taken as already rotated.
+        fixed: document position modes: the positions to rotate ``vectors`` by, given by the
+            caller (their fixed positions, or where ``document_relative`` lays them out, over
+            stored or already rotated vectors); without them, the mode's own layout (0 in
+            document mode, whose rotation is then part of ``vectors``).
 
     Returns:
         ``(Q-values (K,), positions (K,))``.
@@ -193,9 +195,10 @@ def faiss_best(
     if cand.size == 0:
         return searcher._best_one(cands, state, picked)
     sub = cands.emb[torch.from_numpy(cand).to(cands.emb.device)]
-    at = cands.fixed_of(cand)
     if searcher.model.config.position_mode is PositionMode.DOCUMENT_RELATIVE:
         at = positions_in_runs(searcher._runs(cands, picked), cand)  # type: ignore[arg-type]
+    else:
+        at = cands.fixed_of(cand)
     scores, positions = score_at_positions(searcher.model, state, sub, cand, cands.n, picked, at)
     i = int(scores.argmax())
     return int(cand[i]), float(scores[i]), int(positions[i])
