@@ -1,0 +1,245 @@
+"""One table of the default model's held-out results across benchmarks, read from their result
+files (no number typed by hand): the README's summary.
+
+    python -m benchmarks.general.summary                      # the shipped default's sources below
+    python -m benchmarks.general.summary --method document    # another method of the same runs
+
+Each row is one cell of one result file (``general/run.py``, ``babilong/run.py`` or
+``hotpotqa/run.py``): the default and the baselines run beside it, and the default's paired
+difference to dense top-k with its bootstrap 95% interval where the file keeps per-question
+scores (``*`` better, ``!`` worse beyond it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from qrag_training.paired import paired_bootstrap
+
+#: ``benchmarks/``: result paths below are relative to it.
+BENCHMARKS = Path(__file__).resolve().parents[1]
+
+#: Baselines shown beside the method, in this order (a file without one shows "-").
+BASELINES = ("dense", "bm25", "untrained")
+
+
+@dataclass(frozen=True)
+class Source:
+    """One row: a cell of a result file."""
+
+    label: str
+    """What the row measured, as the table shows it."""
+    path: str
+    """The result file, relative to ``benchmarks/``."""
+    kind: str
+    """Its benchmark: ``general``, ``babilong`` or ``hotpotqa``."""
+    cell: str
+    """general: the cell name; babilong: the length in tokens; hotpotqa: the setting."""
+    metrics: tuple[str, str]
+    """The two metrics shown (babilong: ``em@facts`` and ``em@budget``, printed as em@6)."""
+    method: str = "default"
+    """The name the file gives the shipped default."""
+
+
+#: The default as it ships (session 52): held-out runs only, each once after every choice.
+SOURCES: tuple[Source, ...] = (
+    Source(
+        "HotpotQA bucket 0 (q1000-1499), 10 paragraphs each: EM@2 / EM@4",
+        "general/results/general_test10.json",
+        "general",
+        "hotpotqa",
+        ("em@2", "em@4"),
+    ),
+    Source(
+        "HotpotQA bucket 0, all 14,616 paragraphs in one index: EM@2 / EM@4",
+        "hotpotqa/results/hotpotqa_eval_pooled_general.json",
+        "hotpotqa",
+        "pooled",
+        ("em@2", "em@4"),
+        method="general",
+    ),
+    Source(
+        "SQuAD v2 dev articles 0-17, 573 pooled paragraphs (out of domain): hit@1 / hit@3",
+        "general/results/explore_relpos/mode_check_555560.json",
+        "general",
+        "squad",
+        ("hit@1", "hit@3"),
+        method="docrel_mode",
+    ),
+    Source(
+        "bAbI qa1-qa5, 4K tokens, training noise: em@facts / em@6",
+        "general/results/general_test10.json",
+        "general",
+        "babilong-mixed-4000",
+        ("em@facts", "em@6"),
+    ),
+    Source(
+        "bAbI qa1-qa5, 4K tokens, essays noise: em@facts / em@6",
+        "general/results/general_test10.json",
+        "general",
+        "babilong-essays-4000",
+        ("em@facts", "em@6"),
+    ),
+    Source(
+        "bAbI qa1-qa5, 32K tokens, essays noise: em@facts / em@6",
+        "general/results/general_test10.json",
+        "general",
+        "babilong-essays-32000",
+        ("em@facts", "em@6"),
+    ),
+    Source(
+        "bAbI qa1-qa5, 4K tokens, Wikipedia noise: em@facts / em@6",
+        "babilong/results/babilong_test_wiki_general_20261143.json",
+        "babilong",
+        "4000",
+        ("em@facts", "em@budget"),
+    ),
+    Source(
+        "bAbI qa1-qa5, 1M tokens, Wikipedia noise: em@facts / em@6",
+        "babilong/results/babilong_test_wiki_general_20261143.json",
+        "babilong",
+        "1000000",
+        ("em@facts", "em@budget"),
+    ),
+    Source(
+        "RULER multi-key, 4K tokens: recall with as many picks as needles / 5 picks",
+        "general/results/general_test10.json",
+        "general",
+        "ruler-multikey-4000",
+        ("em@facts", "em@5"),
+    ),
+)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One cell's numbers: ``values[method] = (first metric, second metric)``."""
+
+    source: Source
+    split: str
+    n: int
+    values: dict[str, tuple[float, float]]
+    paired: tuple[tuple[float, float, float], ...] | None
+    """Per metric ``(diff, low, high)`` of the method minus dense, or ``None``."""
+
+
+def _general_row(source: Source, result: dict) -> Row:
+    cells = {c["cell"]: c for c in result["cells"]}
+    if source.cell not in cells:
+        raise ValueError(f"{source.path}: no cell {source.cell!r} (it has {sorted(cells)})")
+    cell = cells[source.cell]
+    values = {m: tuple(v[k] for k in source.metrics) for m, v in cell["metrics"].items()}
+    pairs = cell.get("paired_vs_dense", {}).get(source.method)
+    paired = None
+    if pairs is not None:
+        paired = tuple(
+            (pairs[k]["diff"], pairs[k]["low"], pairs[k]["high"]) for k in source.metrics
+        )
+    return Row(source, f"{result['split']} {result['seed']}", int(cell["n"]), values, paired)  # type: ignore[arg-type]
+
+
+def _babilong_split(result: dict) -> str:
+    """``babilong/run.py`` names a result's split ``seed<N>`` when a seed was given: the split
+    asked for is in its command."""
+    words = result["command"].split()
+    asked = words[words.index("--split") + 1] if "--split" in words[:-1] else result["split"]
+    return f"{asked} {result['seed']}"
+
+
+def _babilong_row(source: Source, result: dict) -> Row:
+    tokens = int(source.cell)
+    cells = [c for c in result["cells"] if c["suite"] == "babilong" and c["tokens"] == tokens]
+    if not cells:
+        raise ValueError(f"{source.path}: no bAbI cell at {tokens} tokens")
+    methods = [m for m in result["methods"] if all(m in c["methods"] for c in cells)]
+
+    def pooled(method: str, metric: str) -> list[float]:
+        return [x for c in cells for x in c["methods"][method]["per_sample"][metric]]
+
+    values = {
+        m: tuple(sum(pooled(m, k)) / len(pooled(m, k)) for k in source.metrics) for m in methods
+    }
+    paired = None
+    if "dense" in methods and source.method in methods:
+        diffs = [
+            paired_bootstrap(pooled(source.method, k), pooled("dense", k)) for k in source.metrics
+        ]
+        paired = tuple((d.diff, d.low, d.high) for d in diffs)
+    n = sum(c["n"] for c in cells)
+    return Row(source, _babilong_split(result), n, values, paired)  # type: ignore[arg-type]
+
+
+def _hotpotqa_row(source: Source, result: dict) -> Row:
+    setting = result["settings"][source.cell]
+    values = {m: tuple(v[k] for k in source.metrics) for m, v in setting["methods"].items()}
+    split = "test (bucket 0)" if result["split"] == "eval" else result["split"]
+    return Row(source, split, int(setting["questions"]), values, None)  # type: ignore[arg-type]
+
+
+READERS = {"general": _general_row, "babilong": _babilong_row, "hotpotqa": _hotpotqa_row}
+
+
+def row_of(source: Source, root: Path = BENCHMARKS) -> Row:
+    """Read one source's cell from its result file.
+
+    Raises:
+        ValueError: an unknown kind, or the file lacks the cell or the method.
+    """
+    if source.kind not in READERS:
+        raise ValueError(f"unknown result kind {source.kind!r}; known: {sorted(READERS)}")
+    result = json.loads((root / source.path).read_text())
+    row = READERS[source.kind](source, result)
+    if source.method not in row.values:
+        raise ValueError(f"{source.path}: no method {source.method!r} in {source.cell!r}")
+    return row
+
+
+def _pair(values: tuple[float, float] | None) -> str:
+    return "-" if values is None else f"{values[0]:.3f} / {values[1]:.3f}"
+
+
+def _difference(d: tuple[float, float, float]) -> str:
+    mark = "*" if d[1] > 0 else "!" if d[2] < 0 else ""
+    return f"{d[0]:+.3f} [{d[1]:+.3f}, {d[2]:+.3f}]{mark}"
+
+
+def table(rows: Sequence[Row], method: str = "default") -> str:
+    """The Markdown table: one row per cell, each source's method (headed ``method``) beside the
+    baselines."""
+    head = (
+        f"| cell (file) | split, seed | n | {method} | "
+        + " | ".join(BASELINES)
+        + f" | {method} - dense, paired |"
+    )
+    lines = [head, "|---|---|---:|---:|" + "---:|" * len(BASELINES) + "---|"]
+    for r in rows:
+        diff = "-" if r.paired is None else " / ".join(_difference(d) for d in r.paired)
+        lines.append(
+            f"| {r.source.label} (`{r.source.path}`) | {r.split} | {r.n} | "
+            f"**{_pair(r.values[r.source.method])}** | "
+            + " | ".join(_pair(r.values.get(b)) for b in BASELINES)
+            + f" | {diff} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--method", default=None, help="the method to show (default: each source's default)"
+    )
+    args = parser.parse_args(argv)
+    sources = [
+        s if args.method is None else Source(**{**s.__dict__, "method": args.method})
+        for s in SOURCES
+    ]
+    rows = [row_of(s) for s in sources]
+    print(table(rows, args.method or "default"))
+
+
+if __name__ == "__main__":
+    main()

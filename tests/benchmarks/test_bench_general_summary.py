@@ -1,0 +1,127 @@
+"""general/summary.py: one table of the default across result files of three benchmarks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from benchmarks.general import summary
+
+
+def _write(root: Path, name: str, data: dict) -> str:
+    (root / name).write_text(json.dumps(data))
+    return name
+
+
+def _babilong(method: str) -> dict:
+    def cell(task: str, ours: list[int], dense: list[int]) -> dict:
+        return {
+            "suite": "babilong",
+            "task": task,
+            "tokens": 4000,
+            "n": len(ours),
+            "methods": {
+                method: {"per_sample": {"em@facts": ours, "em@budget": [1] * len(ours)}},
+                "dense": {"per_sample": {"em@facts": dense, "em@budget": dense}},
+            },
+        }
+
+    return {
+        "split": "seed7",
+        "seed": 7,
+        "command": "python -m benchmarks.babilong.run --split test --seed 7",
+        "methods": {method: "multi-step", "dense": "dense"},
+        "cells": [cell("qa1", [1, 1, 0, 1], [0, 1, 0, 0]), cell("qa2", [1, 0, 1, 1], [0, 0, 0, 0])],
+    }
+
+
+def test_rows_of_each_kind(tmp_path: Path) -> None:
+    general = {
+        "split": "test",
+        "seed": 3,
+        "cells": [
+            {
+                "cell": "squad",
+                "n": 400,
+                "metrics": {
+                    "default": {"hit@1": 0.7, "hit@3": 0.9},
+                    "dense": {"hit@1": 0.6, "hit@3": 0.9},
+                },
+                "paired_vs_dense": {
+                    "default": {
+                        "hit@1": {"diff": 0.1, "low": 0.05, "high": 0.15},
+                        "hit@3": {"diff": 0.0, "low": -0.02, "high": 0.02},
+                    }
+                },
+            }
+        ],
+    }
+    hotpot = {
+        "split": "eval",
+        "settings": {
+            "pooled": {"questions": 9, "methods": {"general": {"em@2": 0.5, "em@4": 0.75}}}
+        },
+    }
+    rows = [
+        summary.row_of(
+            summary.Source(
+                "g", _write(tmp_path, "g.json", general), "general", "squad", ("hit@1", "hit@3")
+            ),
+            tmp_path,
+        ),
+        summary.row_of(
+            summary.Source(
+                "b",
+                _write(tmp_path, "b.json", _babilong("ours")),
+                "babilong",
+                "4000",
+                ("em@facts", "em@budget"),
+                method="ours",
+            ),
+            tmp_path,
+        ),
+        summary.row_of(
+            summary.Source(
+                "h",
+                _write(tmp_path, "h.json", hotpot),
+                "hotpotqa",
+                "pooled",
+                ("em@2", "em@4"),
+                method="general",
+            ),
+            tmp_path,
+        ),
+    ]
+    assert rows[0].values["default"] == (0.7, 0.9) and rows[0].split == "test 3"
+    assert rows[1].split == "test 7" and rows[1].n == 8
+    assert rows[1].values["ours"] == (0.75, 1.0) and rows[1].values["dense"] == (0.125, 0.125)
+    assert rows[1].paired is not None and rows[1].paired[0][0] == pytest.approx(0.625)
+    assert rows[2].split == "test (bucket 0)" and rows[2].paired is None
+    lines = summary.table(rows).splitlines()
+    assert len(lines) == 2 + 3
+    assert "**0.700 / 0.900**" in lines[2] and "+0.100 [+0.050, +0.150]* / +0.000" in lines[2]
+    assert "**0.750 / 1.000**" in lines[3] and "| 0.125 / 0.125 |" in lines[3]
+    assert lines[4].endswith("| - |") and "| - | - |" in lines[4]  # no bm25 / untrained / pairs
+
+
+def test_missing_cell_or_method_is_named(tmp_path: Path) -> None:
+    name = _write(tmp_path, "b.json", _babilong("ours"))
+    with pytest.raises(ValueError, match="no bAbI cell at 32000"):
+        summary.row_of(
+            summary.Source("b", name, "babilong", "32000", ("em@facts", "em@budget")), tmp_path
+        )
+    with pytest.raises(ValueError, match="no method 'default'"):
+        summary.row_of(
+            summary.Source("b", name, "babilong", "4000", ("em@facts", "em@budget")), tmp_path
+        )
+    with pytest.raises(ValueError, match="unknown result kind"):
+        summary.row_of(summary.Source("b", name, "ruler", "4000", ("a", "b")), tmp_path)
+
+
+@pytest.mark.parametrize("source", summary.SOURCES, ids=lambda s: f"{s.path}:{s.cell}")
+def test_every_shipped_source_reads(source: summary.Source) -> None:
+    """The README's summary table reads committed result files only."""
+    row = summary.row_of(source)
+    assert row.n > 0 and all(0.0 <= v <= 1.0 for v in row.values[source.method])
