@@ -2,7 +2,7 @@
 files (no number typed by hand): the README's summary.
 
     python -m benchmarks.general.summary                      # the shipped default's sources below
-    python -m benchmarks.general.summary --method document    # another method of the same runs
+    python -m benchmarks.general.summary --method untrained   # another method of the same runs
 
 Each row is one cell of one result file (``general/run.py``, ``babilong/run.py`` or
 ``hotpotqa/run.py``): the default and the baselines run beside it, and the default's paired
@@ -115,6 +115,10 @@ SOURCES: tuple[Source, ...] = (
 )
 
 
+class MissingMethod(ValueError):
+    """A result file holds the cell but not the method asked for."""
+
+
 @dataclass(frozen=True)
 class Row:
     """One cell's numbers: ``values[method] = (first metric, second metric)``."""
@@ -183,18 +187,23 @@ def _hotpotqa_row(source: Source, result: dict) -> Row:
 READERS = {"general": _general_row, "babilong": _babilong_row, "hotpotqa": _hotpotqa_row}
 
 
-def row_of(source: Source, root: Path = BENCHMARKS) -> Row:
+def row_of(source: Source, root: Path | None = None) -> Row:
     """Read one source's cell from its result file.
 
+    Args:
+        source: the row to read.
+        root: the folder ``source.path`` is relative to (default: ``benchmarks/``).
+
     Raises:
-        ValueError: an unknown kind, or the file lacks the cell or the method.
+        MissingMethod: the file holds the cell but not ``source.method``.
+        ValueError: an unknown kind, or the file lacks the cell.
     """
     if source.kind not in READERS:
         raise ValueError(f"unknown result kind {source.kind!r}; known: {sorted(READERS)}")
-    result = json.loads((root / source.path).read_text())
+    result = json.loads(((BENCHMARKS if root is None else root) / source.path).read_text())
     row = READERS[source.kind](source, result)
     if source.method not in row.values:
-        raise ValueError(f"{source.path}: no method {source.method!r} in {source.cell!r}")
+        raise MissingMethod(f"{source.path}: no method {source.method!r} in {source.cell!r}")
     return row
 
 
@@ -210,18 +219,19 @@ def _difference(d: tuple[float, float, float]) -> str:
 def table(rows: Sequence[Row], method: str = "default") -> str:
     """The Markdown table: one row per cell, each source's method (headed ``method``) beside the
     baselines."""
+    baselines = [b for b in BASELINES if b != method]
     head = (
         f"| cell (file) | split, seed | n | {method} | "
-        + " | ".join(BASELINES)
+        + " | ".join(baselines)
         + f" | {method} - dense, paired |"
     )
-    lines = [head, "|---|---|---:|---:|" + "---:|" * len(BASELINES) + "---|"]
+    lines = [head, "|---|---|---:|---:|" + "---:|" * len(baselines) + "---|"]
     for r in rows:
         diff = "-" if r.paired is None else " / ".join(_difference(d) for d in r.paired)
         lines.append(
             f"| {r.source.label} (`{r.source.path}`) | {r.split} | {r.n} | "
             f"**{_pair(r.values[r.source.method])}** | "
-            + " | ".join(_pair(r.values.get(b)) for b in BASELINES)
+            + " | ".join(_pair(r.values.get(b)) for b in baselines)
             + f" | {diff} |"
         )
     return "\n".join(lines)
@@ -237,8 +247,15 @@ def main(argv: Sequence[str] | None = None) -> None:
         s if args.method is None else Source(**{**s.__dict__, "method": args.method})
         for s in SOURCES
     ]
-    rows = [row_of(s) for s in sources]
+    rows, skipped = [], []
+    for source in sources:
+        try:
+            rows.append(row_of(source))
+        except MissingMethod:
+            skipped.append(f"{source.path}:{source.cell}")
     print(table(rows, args.method or "default"))
+    if skipped:
+        print(f"\nnot run with {args.method}: " + ", ".join(skipped))
 
 
 if __name__ == "__main__":

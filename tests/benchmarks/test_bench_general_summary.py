@@ -125,3 +125,23 @@ def test_every_shipped_source_reads(source: summary.Source) -> None:
     """The README's summary table reads committed result files only."""
     row = summary.row_of(source)
     assert row.n > 0 and all(0.0 <= v <= 1.0 for v in row.values[source.method])
+
+
+def test_another_method_skips_runs_without_it(tmp_path: Path, monkeypatch, capsys) -> None:
+    name = _write(tmp_path, "b.json", _babilong("ours"))
+    sources = (
+        summary.Source("with", name, "babilong", "4000", ("em@facts", "em@budget"), method="ours"),
+    )
+    monkeypatch.setattr(summary, "SOURCES", sources)
+    monkeypatch.setattr(summary, "BENCHMARKS", tmp_path)
+    summary.main(["--method", "dense"])
+    out = capsys.readouterr().out
+    assert "| dense | bm25 | untrained |" in out and "**0.125 / 0.125**" in out
+    summary.main(["--method", "untrained"])
+    assert "not run with untrained: b.json:4000" in capsys.readouterr().out
+
+
+def test_readme_shows_the_summary_as_generated() -> None:
+    """The README's table of the default is this script's output, not numbers typed by hand."""
+    readme = (summary.BENCHMARKS.parent / "README.md").read_text(encoding="utf-8")
+    assert summary.table([summary.row_of(s) for s in summary.SOURCES]) in readme
