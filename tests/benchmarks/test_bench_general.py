@@ -183,6 +183,60 @@ def test_card_section_against_the_default_pairs_per_question(tmp_path: Path) -> 
         card_limits.main([str(path), "narrow", str(card), "--against", "other"])
 
 
+def test_card_section_against_the_default_reads_further_runs(tmp_path: Path) -> None:
+    card_limits = _tool("card_limits")
+
+    def run(seed: int, cell: str, mine: list[float]) -> Path:
+        n = len(mine)
+        result = {
+            "split": "test",
+            "seed": seed,
+            "machine": {"cpu_count": 2},
+            "models": {"narrow": "packaged:narrow", "default": "packaged:default"},
+            "cells": [
+                {
+                    "cell": cell,
+                    "n": n,
+                    "metrics": {"narrow": {"m": sum(mine) / n}, "default": {"m": 0.0}},
+                    "per_question": {"narrow": {"m": mine}, "default": {"m": [0.0] * n}},
+                }
+            ],
+        }
+        path = tmp_path / f"run{seed}.json"
+        path.write_text(json.dumps(result))
+        return path
+
+    new, old, again = (
+        run(2, "babi", [1.0] * 20),
+        run(1, "hotpotqa", [0.0] * 20),
+        run(3, "babi", [0.0] * 20),
+    )
+    card = tmp_path / "README.md"
+    card.write_text("# card\n")
+    card_limits.main(
+        [
+            str(new),
+            "narrow",
+            str(card),
+            "--against",
+            "default",
+            "--also",
+            str(old),
+            "--also",
+            str(again),
+        ]
+    )
+    text = card.read_text()
+    assert "babi: test split, seed 2," in text and "hotpotqa: test split, seed 1," in text
+    assert "seed 3" not in text  # its only cell is the first run's
+    assert (
+        "| babi | 20 | m | 1.000 | 0.000 | +1.000 [" in text
+        and "| hotpotqa | 20 | m | 0.000 |" in text
+    )
+    with pytest.raises(SystemExit):
+        card_limits.main([str(new), "narrow", str(card), "--also", str(old)])
+
+
 def test_report_marks_paired_verdicts_and_merges_files() -> None:
     from benchmarks.general import report as general_report
 

@@ -63,26 +63,42 @@ def section(result: dict, model: str, source: str) -> str:
     return "\n".join(lines)
 
 
-def against_section(result: dict, model: str, other: str, source: str) -> str:
-    """The card section for ``model`` paired per question against ``other`` of the same run."""
-    for name in (model, other):
-        if name not in result["models"]:
-            raise KeyError(f"model {name!r} is not in {source}")
+def _run_note(result: dict, source: str) -> str:
+    return f"{result['split']} split, seed {result['seed']}, `{source}`"
+
+
+def against_section(
+    result: dict, model: str, other: str, source: str, also: Sequence[tuple[dict, str]] = ()
+) -> str:
+    """The card section for ``model`` paired per question against ``other`` of the same run;
+    ``also`` = further ``(result, source)`` runs of both, whose cells the first run lacks."""
+    runs = [(result, source), *also]
+    for run, name_of in runs:
+        for name in (model, other):
+            if name not in run["models"]:
+                raise KeyError(f"model {name!r} is not in {name_of}")
+    cells: list[dict] = []
+    notes = []
+    for run, name_of in runs:
+        new = [c for c in run["cells"] if c["cell"] not in {d["cell"] for d in cells}]
+        cells += new
+        if new:
+            notes.append(f"{', '.join(c['cell'] for c in new)}: {_run_note(run, name_of)}")
     lines = [
         HEADING_AGAINST,
         "",
         (
             f"Paired on the same questions with `{result['models'][other]}` (`{other}`; "
-            f"`benchmarks/general/run.py`, {result['split']} split, seed {result['seed']}, "
-            f"{result['machine']['cpu_count']} CPU cores; `{source}`). Difference to it with its "
-            "bootstrap 95% interval; **better** / **worse** = beyond the interval."
+            f"`benchmarks/general/run.py`, {result['machine']['cpu_count']} CPU cores; "
+            f"{'; '.join(notes)}). Difference to it with its bootstrap 95% interval; "
+            "**better** / **worse** = beyond the interval."
         ),
         "",
         f"| cell | questions | metric | this checkpoint | `{other}` | difference [95% interval] | verdict |",
         "|---|---:|---|---:|---:|---|---|",
     ]
     wins, losses = [], []
-    for cell in result["cells"]:
+    for cell in cells:
         mine, theirs = cell["per_question"][model], cell["per_question"][other]
         for metric, value in cell["metrics"][model].items():
             p = paired_bootstrap(mine[metric], theirs[metric])
@@ -113,6 +129,13 @@ def replace_section(card: str, new: str, heading: str = HEADING) -> str:
     return card[:start] + new + (card[end + 1 :] if end >= 0 else "")
 
 
+def _read(path: Path) -> tuple[dict, str]:
+    """A result and its path as cards name it (from ``benchmarks/`` where it lies below it)."""
+    posix = path.resolve().as_posix()
+    source = "benchmarks/" + posix.split("/benchmarks/", 1)[1] if "/benchmarks/" in posix else posix
+    return json.loads(path.read_text(encoding="utf-8")), source
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("result", type=Path, help="a general/run.py JSON")
@@ -121,12 +144,23 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument(
         "--against", metavar="OTHER", help="write the section against this model of the run instead"
     )
+    p.add_argument(
+        "--also",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="RESULT",
+        help="with --against: a further general/run.py JSON of both models whose cells the first "
+        "lacks (repeatable; the first file's cells win)",
+    )
     args = p.parse_args(argv)
-    result = json.loads(args.result.read_text(encoding="utf-8"))
-    path = args.result.resolve().as_posix()
-    source = "benchmarks/" + path.split("/benchmarks/", 1)[1] if "/benchmarks/" in path else path
+    result, source = _read(args.result)
+    if args.also and not args.against:
+        p.error("--also needs --against")
     if args.against:
-        new, heading = against_section(result, args.model, args.against, source), HEADING_AGAINST
+        also = [_read(path) for path in args.also]
+        new = against_section(result, args.model, args.against, source, also)
+        heading = HEADING_AGAINST
     else:
         new, heading = section(result, args.model, source), HEADING
     card = args.card.read_text(encoding="utf-8")
