@@ -106,6 +106,13 @@ SOURCES: tuple[Source, ...] = (
         ("em@facts", "em@budget"),
     ),
     Source(
+        "bAbI qa1-qa5, 10M tokens, training noise: em@facts / em@6",
+        "babilong/results/babilong_test_10m_20261144.json",
+        "babilong",
+        "10000000",
+        ("em@facts", "em@budget"),
+    ),
+    Source(
         "RULER multi-key, 4K tokens: recall with as many picks as needles / 5 picks",
         "general/results/general_test10.json",
         "general",
