@@ -106,6 +106,20 @@ SOURCES: tuple[Source, ...] = (
         ("em@facts", "em@budget"),
     ),
     Source(
+        "bAbI qa1-qa5, 128K tokens, training noise: em@facts / em@6",
+        "babilong/results/babilong_test_1m_general_20261145.json",
+        "babilong",
+        "128000",
+        ("em@facts", "em@budget"),
+    ),
+    Source(
+        "bAbI qa1-qa5, 1M tokens, training noise: em@facts / em@6",
+        "babilong/results/babilong_test_1m_general_20261145.json",
+        "babilong",
+        "1000000",
+        ("em@facts", "em@budget"),
+    ),
+    Source(
         "bAbI qa1-qa5, 10M tokens, training noise: em@facts / em@6",
         "babilong/results/babilong_test_10m_20261144.json",
         "babilong",
