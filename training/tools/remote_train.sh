@@ -73,7 +73,7 @@
 #   candidates below dense on SQuAD val hit@3 (0.820 / 0.828 vs 0.870; round15_gpu): not shipped.
 #   At MIN=7 the runs ended after 538 s and the 590 s call ran out during the exports: use MIN=6.
 # ROUND=16 (prepared in session 52): the default continued at round 11's settings (lr 3e-5,
-#   distillation 1 toward its start, 64 questions a step) with the layout it ships with since
+#   distillation 1 toward its start) with the layout it ships with since
 #   session 51, position_mode=document_relative (a document holding picks laid out around them),
 #   so the positions past 18 after a pick that the search now shows it are trained: searched with
 #   that layout, the trained weights (fixed positions 0-18) gained qa3 (0.50 -> 0.63 held out) and
