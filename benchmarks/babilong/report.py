@@ -185,6 +185,11 @@ def timing_table(result: dict) -> str:
     )
 
 
+def pooled_samples(cells: list[dict], method: str, metric: str) -> list[float]:
+    """``method``'s per-story ``metric`` over ``cells`` (e.g. every task at one length), in order."""
+    return [x for c in cells for x in c["methods"][method]["per_sample"][metric]]
+
+
 def paired_table(result: dict, baseline: str = "dense") -> str:
     """Each method minus ``baseline`` on the same stories, qa1-qa5 pooled per length: mean
     difference of EM@facts / EM@budget and its bootstrap 95% interval (results that carry
@@ -210,9 +215,9 @@ def paired_table(result: dict, baseline: str = "dense") -> str:
                 continue
             diffs = []
             for metric in ("em@facts", "em@budget"):
-                a = [x for c in here for x in c["methods"][name]["per_sample"][metric]]
-                b = [x for c in here for x in c["methods"][baseline]["per_sample"][metric]]
-                d = paired_bootstrap(a, b)
+                d = paired_bootstrap(
+                    pooled_samples(here, name, metric), pooled_samples(here, baseline, metric)
+                )
                 diffs.append(f"{d.diff:+.3f} [{d.low:+.3f}, {d.high:+.3f}]")
             row.append(" / ".join(diffs))
         lines.append(f"| {name} | " + " | ".join(row) + " |")

@@ -20,6 +20,8 @@ from pathlib import Path
 
 from qrag_training.paired import paired_bootstrap
 
+from benchmarks.babilong.report import pooled_samples
+
 #: ``benchmarks/``: result paths below are relative to it.
 BENCHMARKS = Path(__file__).resolve().parents[1]
 
@@ -181,17 +183,17 @@ def _babilong_row(source: Source, result: dict) -> Row:
     if not cells:
         raise ValueError(f"{source.path}: no bAbI cell at {tokens} tokens")
     methods = [m for m in result["methods"] if all(m in c["methods"] for c in cells)]
-
-    def pooled(method: str, metric: str) -> list[float]:
-        return [x for c in cells for x in c["methods"][method]["per_sample"][metric]]
-
-    values = {
-        m: tuple(sum(pooled(m, k)) / len(pooled(m, k)) for k in source.metrics) for m in methods
-    }
+    values = {}
+    for m in methods:
+        scores = [pooled_samples(cells, m, k) for k in source.metrics]
+        values[m] = tuple(sum(x) / len(x) for x in scores)
     paired = None
     if "dense" in methods and source.method in methods:
         diffs = [
-            paired_bootstrap(pooled(source.method, k), pooled("dense", k)) for k in source.metrics
+            paired_bootstrap(
+                pooled_samples(cells, source.method, k), pooled_samples(cells, "dense", k)
+            )
+            for k in source.metrics
         ]
         paired = tuple((d.diff, d.low, d.high) for d in diffs)
     n = sum(c["n"] for c in cells)
