@@ -15,12 +15,13 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from qrag_training.paired import paired_bootstrap
+from qrag_training.paired import PairedDifference, paired_bootstrap
 
 from benchmarks.babilong.report import pooled_samples
+from benchmarks.general.report import MARK
 
 #: ``benchmarks/``: result paths below are relative to it.
 BENCHMARKS = Path(__file__).resolve().parents[1]
@@ -150,8 +151,8 @@ class Row:
     split: str
     n: int
     values: dict[str, tuple[float, float]]
-    paired: tuple[tuple[float, float, float], ...] | None
-    """Per metric ``(diff, low, high)`` of the method minus dense, or ``None``."""
+    paired: tuple[PairedDifference, ...] | None
+    """Per metric the method minus dense, or ``None``."""
 
 
 def _general_row(source: Source, result: dict) -> Row:
@@ -164,7 +165,8 @@ def _general_row(source: Source, result: dict) -> Row:
     paired = None
     if pairs is not None:
         paired = tuple(
-            (pairs[k]["diff"], pairs[k]["low"], pairs[k]["high"]) for k in source.metrics
+            PairedDifference(pairs[k]["diff"], pairs[k]["low"], pairs[k]["high"], int(cell["n"]))
+            for k in source.metrics
         )
     return Row(source, f"{result['split']} {result['seed']}", int(cell["n"]), values, paired)  # type: ignore[arg-type]
 
@@ -183,19 +185,14 @@ def _babilong_row(source: Source, result: dict) -> Row:
     if not cells:
         raise ValueError(f"{source.path}: no bAbI cell at {tokens} tokens")
     methods = [m for m in result["methods"] if all(m in c["methods"] for c in cells)]
-    values = {}
-    for m in methods:
-        scores = [pooled_samples(cells, m, k) for k in source.metrics]
-        values[m] = tuple(sum(x) / len(x) for x in scores)
+    scores = {m: [pooled_samples(cells, m, k) for k in source.metrics] for m in methods}
+    values = {m: tuple(sum(x) / len(x) for x in per) for m, per in scores.items()}
     paired = None
     if "dense" in methods and source.method in methods:
-        diffs = [
-            paired_bootstrap(
-                pooled_samples(cells, source.method, k), pooled_samples(cells, "dense", k)
-            )
-            for k in source.metrics
-        ]
-        paired = tuple((d.diff, d.low, d.high) for d in diffs)
+        paired = tuple(
+            paired_bootstrap(mine, dense)
+            for mine, dense in zip(scores[source.method], scores["dense"], strict=True)
+        )
     n = sum(c["n"] for c in cells)
     return Row(source, _babilong_split(result), n, values, paired)  # type: ignore[arg-type]
 
@@ -234,9 +231,8 @@ def _pair(values: tuple[float, float] | None) -> str:
     return "-" if values is None else f"{values[0]:.3f} / {values[1]:.3f}"
 
 
-def _difference(d: tuple[float, float, float]) -> str:
-    mark = "*" if d[1] > 0 else "!" if d[2] < 0 else ""
-    return f"{d[0]:+.3f} [{d[1]:+.3f}, {d[2]:+.3f}]{mark}"
+def _difference(d: PairedDifference) -> str:
+    return f"{d.diff:+.3f} [{d.low:+.3f}, {d.high:+.3f}]{MARK[d.verdict]}"
 
 
 def table(rows: Sequence[Row], method: str = "default") -> str:
@@ -266,10 +262,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--method", default=None, help="the method to show (default: each source's default)"
     )
     args = parser.parse_args(argv)
-    sources = [
-        s if args.method is None else Source(**{**s.__dict__, "method": args.method})
-        for s in SOURCES
-    ]
+    sources = [s if args.method is None else replace(s, method=args.method) for s in SOURCES]
     rows, skipped = [], []
     for source in sources:
         try:

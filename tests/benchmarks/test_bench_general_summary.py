@@ -97,7 +97,7 @@ def test_rows_of_each_kind(tmp_path: Path) -> None:
     assert rows[0].values["default"] == (0.7, 0.9) and rows[0].split == "test 3"
     assert rows[1].split == "test 7" and rows[1].n == 8
     assert rows[1].values["ours"] == (0.75, 1.0) and rows[1].values["dense"] == (0.125, 0.125)
-    assert rows[1].paired is not None and rows[1].paired[0][0] == pytest.approx(0.625)
+    assert rows[1].paired is not None and rows[1].paired[0].diff == pytest.approx(0.625)
     assert rows[2].split == "test (bucket 0)" and rows[2].paired is None
     lines = summary.table(rows).splitlines()
     assert len(lines) == 2 + 3

@@ -80,7 +80,8 @@ def against_section(
     cells: list[dict] = []
     notes = []
     for run, name_of in runs:
-        new = [c for c in run["cells"] if c["cell"] not in {d["cell"] for d in cells}]
+        seen = {c["cell"] for c in cells}
+        new = [c for c in run["cells"] if c["cell"] not in seen]
         cells += new
         if new:
             notes.append(f"{', '.join(c['cell'] for c in new)}: {_run_note(run, name_of)}")
