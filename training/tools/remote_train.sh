@@ -85,6 +85,11 @@
 #   Exports 3 x 14 MB. Judge on SQuAD val hit@3 (every continuation so far fell below dense there).
 #   Rehearsed on the CPU in session 52 (QUICK=1 MIN=0.3, PHASE=1 then 2): all three trained and
 #   exported with position_mode document_relative (the first try, with in-batch negatives, refused).
+#   Its CPU pilot (session 53, benchmarks/general/results/round16_cpu: r16_dr_b23's settings, 71
+#   updates of 32 questions in 85 min) lost bAbI em@facts to the default on validation (-0.07 to
+#   -0.08 in all three cells; qa1, qa2 and qa3 all fell) and SQuAD hit@1 (-0.022): not shipped.
+#   Moving positions and the loss of in-batch / sampled negatives change together here; before
+#   spending a GPU round on it, separate them (the same run with fixed positions, no negatives).
 # Two-call rounds (7-16): a warm machine is handed back after about 30 s idle, so make the PHASE=2
 # call straight after PHASE=1; if PHASE=2 reports a fresh machine (or another kind), run PHASE=1 again.
 set -uo pipefail
