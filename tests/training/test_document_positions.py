@@ -31,6 +31,15 @@ def _story(n: int = 10, titles: list[str] | None = None) -> Episode:
     )
 
 
+def _random_sampler(hard: int, random: int) -> NegativeSampler:
+    """A sampler whose "base encoder" embeds at random."""
+
+    def embed(texts):
+        return torch.nn.functional.normalize(torch.randn(len(texts), 8), dim=-1)
+
+    return NegativeSampler(embed, embed, hard=hard, random=random)
+
+
 def test_documents_are_runs_of_titles_or_the_whole_episode() -> None:
     assert episode_doc_ids(_story(3)) == ["0", "0", "0"]
     assert episode_doc_ids(_story(5, ["a", "a", "b", "a", "a"])) == ["0", "0", "1", "2", "2"]
@@ -55,12 +64,7 @@ def test_a_mixture_part_can_make_a_titled_episode_one_document() -> None:
 def test_sampled_negatives_keep_their_positions_in_the_full_episode() -> None:
     story = _story(30)
     full = positions_for(story, DOC, [])
-    sampler = NegativeSampler(
-        lambda texts: torch.nn.functional.normalize(torch.randn(len(texts), 8), dim=-1),
-        lambda texts: torch.nn.functional.normalize(torch.randn(len(texts), 8), dim=-1),
-        hard=3,
-        random=2,
-    )
+    sampler = _random_sampler(hard=3, random=2)
     (small,) = sampler([story], np.random.default_rng(0))
     assert len(small.chunks) == 6 and LAYOUT_KEY not in story.meta
     rows = [story.chunks.index(c) for c in small.chunks]
@@ -161,3 +165,47 @@ def test_document_relative_lays_out_only_the_documents_holding_picks() -> None:
     got = positions_for(story, cfg, [1])
     assert got[4:].tolist() == fixed[4:].tolist()  # document b holds no pick
     assert got[:4].tolist() == relative_layout(4, [1], 20, 0.9).tolist() == [0, 20, 29, 38]
+
+
+def test_sampled_negatives_keep_their_document_relative_positions() -> None:
+    """A shrunk episode's chunks sit where they sit in the full one, around the picks too."""
+    story = _story(30, ["a"] * 15 + ["b"] * 15)
+    story = Episode(id="s", question="q", chunks=story.chunks, support=[3, 25], titles=story.titles)
+    rel = QRAGConfig(position_mode=PositionMode.DOCUMENT_RELATIVE)
+    sampler = _random_sampler(hard=4, random=4)
+    (small,) = sampler([story], np.random.default_rng(1))
+    rows = [story.chunks.index(c) for c in small.chunks]
+    assert len(rows) < 30 and {3, 25} <= set(rows)
+    for picked in ([], [3], [25], [3, 25]):
+        full = positions_for(story, rel, picked)
+        got = positions_for(small, rel, [rows.index(p) for p in picked])
+        assert got.tolist() == full[rows].tolist()
+    assert positions_for(story, rel, [3]).tolist() != positions_for(story, rel, []).tolist()
+
+
+def test_in_batch_negatives_keep_their_fixed_place_with_document_relative_positions(
+    tiny_bert_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each state's own episode is laid out around its picks; the other episode's chunks (a
+    document without the state's picks) at their fixed places, as the search places them."""
+    from qrag_training import next_hop
+    from qrag_training.hop_states import HopState
+
+    cfg = QRAGConfig(base_model=str(tiny_bert_dir), position_mode=PositionMode.DOCUMENT_RELATIVE)
+    model = QRAGModel.from_base(cfg)
+    first = Episode(id="a", question="where", chunks=_story(8).chunks, support=[2, 6])
+    second = Episode(id="b", question="who", chunks=[f"other {i} " for i in range(5)], support=[4])
+    states = [HopState(0, [], [2, 6]), HopState(0, [2], [6]), HopState(1, [4], [0])]
+    monkeypatch.setattr(next_hop, "hop_states", lambda *_: states)
+    seen: list[torch.Tensor] = []
+    rotate = model.rotate_chunks
+    monkeypatch.setattr(model, "rotate_chunks", lambda c, p: seen.append(p) or rotate(c, p))
+    it = iter([first, second])
+    learner = NextHopLearner(model, NextHopConfig(questions_per_step=2, dropout=False, warmup=1))
+    assert np.isfinite(learner.step(lambda: next(it))["loss"])
+    (positions,) = seen
+    fixed = [positions_for(e, cfg, []).tolist() for e in (first, second)]
+    assert positions[0].tolist() == fixed[0] + fixed[1]
+    assert positions[1].tolist() == positions_for(first, cfg, [2]).tolist() + fixed[1]
+    assert positions[2].tolist() == fixed[0] + positions_for(second, cfg, [4]).tolist()
+    assert positions[1].tolist() != positions[0].tolist()

@@ -25,8 +25,9 @@ from qrag_integrations.core.positions import (
 from qrag_training.data.episode import Episode
 from qrag_training.data.mixture import ONE_DOCUMENT_KEY
 
-#: ``Episode.meta`` key of ``[[order, length], ...]`` per chunk: the documents an episode's
-#: chunks came from when some chunks were dropped (sampled negatives), so positions stay theirs.
+#: ``Episode.meta`` key of ``[[order, length, rank], ...]`` per chunk: the documents an episode's
+#: chunks came from when some chunks were dropped (sampled negatives), and each chunk's rank in the
+#: full episode, so positions (fixed or laid out around picks) stay theirs.
 LAYOUT_KEY = "document_layout"
 
 
@@ -52,17 +53,26 @@ def episode_doc_ids(episode: Episode) -> list[str]:
 
 def episode_layout(episode: Episode) -> tuple[np.ndarray, np.ndarray]:
     """Each chunk's order inside its document and that document's chunk count."""
+    order, length, _ = _layout_and_ranks(episode)
+    return order, length
+
+
+def _layout_and_ranks(episode: Episode) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`episode_layout` and each chunk's rank in the full episode (its row when no chunk
+    was dropped)."""
     kept = episode.meta.get(LAYOUT_KEY)
     if kept is not None:
-        arr = np.asarray(kept, dtype=np.int64).reshape(-1, 2)
-        return arr[:, 0], arr[:, 1]
-    return document_layout(episode_doc_ids(episode))
+        arr = np.asarray(kept, dtype=np.int64).reshape(len(episode.chunks), 3)
+        return arr[:, 0], arr[:, 1], arr[:, 2]
+    order, length = document_layout(episode_doc_ids(episode))
+    return order, length, np.arange(len(order), dtype=np.int64)
 
 
 def kept_layout_meta(episode: Episode, rows: Sequence[int]) -> dict:
     """``episode.meta`` for an episode reduced to the chunks at ``rows``, with their layout."""
-    order, length = episode_layout(episode)
-    return {**episode.meta, LAYOUT_KEY: [[int(order[r]), int(length[r])] for r in rows]}
+    order, length, ranks = _layout_and_ranks(episode)
+    kept = [[int(order[r]), int(length[r]), int(ranks[r])] for r in rows]
+    return {**episode.meta, LAYOUT_KEY: kept}
 
 
 def positions_for(
@@ -73,13 +83,14 @@ def positions_for(
     if s.position_mode is PositionMode.DOCUMENT:
         return layout_positions(*episode_layout(episode), s.relative_step, s.relative_span)
     if s.position_mode is PositionMode.DOCUMENT_RELATIVE:
-        order, length = episode_layout(episode)
+        # ranks in the full episode tell the documents apart when sampled negatives dropped chunks
+        order, length, ranks = _layout_and_ranks(episode)
         taken = list(picked)
         return document_relative_positions_at(
-            np.arange(len(order)),
+            ranks,
             order,
             length,
-            taken,
+            ranks[taken],
             order[taken],
             s.relative_step,
             s.relative_span,

@@ -4,8 +4,9 @@ negatives) and a few drawn at random, instead of every chunk of a long document 
 
 The base encoder's chunk and question embeddings never change, so they are computed once per
 text and kept (``D`` floats per text). Sampling keeps the chunks' document order and, in
-position mode ``document``, each kept chunk's place in the full episode (``kept_layout_meta``);
-modes whose positions follow the picks or rows (``absolute``, ``relative``) are refused.
+position modes ``document`` and ``document_relative``, each kept chunk's place in the full episode
+(``kept_layout_meta``); modes whose positions follow the rows (``absolute``, ``relative``) are
+refused.
 """
 
 from __future__ import annotations
@@ -15,10 +16,19 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import torch
 
+from qrag_integrations.core.config import PositionMode
 from qrag_integrations.core.encoder import MeanPoolEncoder
 from qrag_integrations.core.model import QRAGModel
 from qrag_training.data.episode import Episode
 from qrag_training.documents import kept_layout_meta
+
+
+def negatives_fit(mode: PositionMode) -> bool:
+    """Whether chunks dropped from or added to an episode keep their positions in ``mode``: no
+    positions, or positions inside documents (a chunk of another episode sits in a document
+    without this state's picks, at its fixed place); not row-based positions."""
+    return not mode.moves or mode.in_documents
+
 
 #: Texts -> ``(len(texts), D)`` L2-normalised base-encoder embeddings.
 Embed = Callable[[Sequence[str]], torch.Tensor]
@@ -115,11 +125,14 @@ def base_encoder_sampler(
     tokenizer and token budgets.
 
     Raises:
-        ValueError: ``model``'s positions follow the picks or rows (absolute, relative).
+        ValueError: ``model``'s positions follow the rows (absolute, relative).
     """
     cfg = model.config
-    if cfg.position_mode.moves:
-        raise ValueError("hard_negatives needs position_mode none or document (fixed positions)")
+    if not negatives_fit(cfg.position_mode):
+        raise ValueError(
+            "hard_negatives needs position_mode none, document or document_relative, "
+            f"got {cfg.position_mode.value}"
+        )
     return NegativeSampler(
         lambda texts: model.encode_in_length_batches(
             encoder, texts, cfg.max_chunk_tokens, batch_size

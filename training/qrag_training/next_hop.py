@@ -38,7 +38,7 @@ from qrag_training.distributed import DistContext
 from qrag_training.documents import positions_for
 from qrag_training.frozen_cache import FrozenLayerCache
 from qrag_training.hop_states import HopState, hop_states, last_pick_positions, recovery_states
-from qrag_training.negatives import NegativeSampler, base_encoder_sampler
+from qrag_training.negatives import NegativeSampler, base_encoder_sampler, negatives_fit
 from qrag_training.optim import (
     OptimConfig,
     load_scheduler_state,
@@ -62,8 +62,8 @@ class NextHopConfig(OptimConfig):
     """How many of a question's hop states (``question``, ``question + g_1``, ...) are trained
     per step; the first ones in the sampled order are taken."""
     in_batch_negatives: bool = True
-    """Also score every chunk of the step's other questions as negatives (needs position mode
-    ``none``: other episodes' chunks have no position in this one)."""
+    """Also score every chunk of the step's other questions as negatives (position modes ``none``,
+    ``document``, ``document_relative``: they keep their fixed place; row-based modes refuse)."""
     distill_weight: float = 0.0
     """Weight of a term that keeps first-pick scores close to a frozen teacher's: at each
     question-only state, KL(teacher || policy) over the same chunks, with the teacher's
@@ -197,9 +197,10 @@ class NextHopLearner:
         dist: DistContext | None = None,
         start: QRAGModel | None = None,
     ) -> None:
-        if config.in_batch_negatives and model.config.position_mode.moves:
+        if config.in_batch_negatives and not negatives_fit(model.config.position_mode):
             raise ValueError(
-                "in_batch_negatives needs position_mode none or document (fixed positions)"
+                "in_batch_negatives needs position_mode none, document or document_relative, "
+                f"got {model.config.position_mode.value}"
             )
         self.model = model
         self.config = config
@@ -289,7 +290,9 @@ class NextHopLearner:
                 state_emb = self._anchored(episodes, states, state_emb)
         available = torch.zeros(len(states), total, dtype=torch.bool, device=model.device)
         positive = torch.zeros_like(available)
-        positions = torch.zeros(len(states), total, dtype=torch.long, device=model.device)
+        fixed = torch.from_numpy(np.concatenate([positions_for(e, cfg, []) for e in episodes]))
+        # moving positions: a document without the state's picks (another episode's) stays fixed
+        positions = fixed.to(model.device).repeat(len(states), 1)
         for row, s in enumerate(states):
             lo, hi = int(offsets[s.episode]), int(offsets[s.episode + 1])
             if c.in_batch_negatives:
@@ -298,11 +301,10 @@ class NextHopLearner:
                 available[row, lo:hi] = True
             available[row, [lo + j for j in s.picked]] = False
             positive[row, [lo + j for j in s.targets]] = True
-            if cfg.position_mode.moves:  # fixed positions are laid out once, below
+            if cfg.position_mode.moves:
                 pos = positions_for(episodes[s.episode], cfg, s.picked)
                 positions[row, lo:hi] = torch.from_numpy(pos).to(model.device)
         if not cfg.position_mode.moves:  # fixed positions: one rotated copy serves every state
-            fixed = torch.from_numpy(np.concatenate([positions_for(e, cfg, []) for e in episodes]))
             state_emb = model.place_states(state_emb, last_pick_positions(states, offsets, fixed))
             q = model.q_values(state_emb, chunk_emb, fixed.to(model.device))
         else:  # per-state positions: rotate a copy of the chunks for every state
