@@ -4,7 +4,10 @@
 # that positions past 18 after a pick are trained; its mixture with qa2 / qa3 three times, lr 3e-5,
 # distillation weight 1 toward its start, 32 questions a step, no in-batch or sampled negatives
 # (moving positions: each state scores its own episode's chunks).
-# OUT names the run folder; extra Hydra overrides follow as arguments.
+# OUT names the run folder; extra Hydra overrides follow as arguments. CPU round 17 (session 54,
+# general/results/round17_cpu) is this script with OUT=/work/runs/s54/r17cpu MIN=80 and
+# algo.in_batch_negatives=true algo.hard_negatives=8 algo.random_negatives=4 (allowed with
+# document_relative positions since session 54).
 set -euo pipefail
 cd "$(dirname "$0")/../../../.."
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONPATH=training:.
