@@ -23,11 +23,18 @@ from qrag_training.data.episode import Episode
 from qrag_training.documents import kept_layout_meta
 
 
-def negatives_fit(mode: PositionMode) -> bool:
-    """Whether chunks dropped from or added to an episode keep their positions in ``mode``: no
-    positions, or positions inside documents (a chunk of another episode sits in a document
-    without this state's picks, at its fixed place); not row-based positions."""
-    return not mode.moves or mode.in_documents
+def check_negatives_fit(mode: PositionMode, setting: str) -> None:
+    """Refuse ``setting`` (a kind of negatives) unless chunks dropped from or added to an episode
+    keep their positions in ``mode``: no positions, or positions inside documents (a chunk of
+    another episode sits in a document without this state's picks, at its fixed place).
+
+    Raises:
+        ValueError: ``mode``'s positions follow the rows (absolute, relative).
+    """
+    if mode.moves and not mode.in_documents:
+        raise ValueError(
+            f"{setting} needs position_mode none, document or document_relative, got {mode.value}"
+        )
 
 
 #: Texts -> ``(len(texts), D)`` L2-normalised base-encoder embeddings.
@@ -128,11 +135,7 @@ def base_encoder_sampler(
         ValueError: ``model``'s positions follow the rows (absolute, relative).
     """
     cfg = model.config
-    if not negatives_fit(cfg.position_mode):
-        raise ValueError(
-            "hard_negatives needs position_mode none, document or document_relative, "
-            f"got {cfg.position_mode.value}"
-        )
+    check_negatives_fit(cfg.position_mode, "hard_negatives")
     return NegativeSampler(
         lambda texts: model.encode_in_length_batches(
             encoder, texts, cfg.max_chunk_tokens, batch_size

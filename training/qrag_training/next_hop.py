@@ -38,7 +38,7 @@ from qrag_training.distributed import DistContext
 from qrag_training.documents import positions_for
 from qrag_training.frozen_cache import FrozenLayerCache
 from qrag_training.hop_states import HopState, hop_states, last_pick_positions, recovery_states
-from qrag_training.negatives import NegativeSampler, base_encoder_sampler, negatives_fit
+from qrag_training.negatives import NegativeSampler, base_encoder_sampler, check_negatives_fit
 from qrag_training.optim import (
     OptimConfig,
     load_scheduler_state,
@@ -197,11 +197,8 @@ class NextHopLearner:
         dist: DistContext | None = None,
         start: QRAGModel | None = None,
     ) -> None:
-        if config.in_batch_negatives and not negatives_fit(model.config.position_mode):
-            raise ValueError(
-                "in_batch_negatives needs position_mode none, document or document_relative, "
-                f"got {model.config.position_mode.value}"
-            )
+        if config.in_batch_negatives:
+            check_negatives_fit(model.config.position_mode, "in_batch_negatives")
         self.model = model
         self.config = config
         self.dist = dist or DistContext()
@@ -292,7 +289,9 @@ class NextHopLearner:
         positive = torch.zeros_like(available)
         fixed = torch.from_numpy(np.concatenate([positions_for(e, cfg, []) for e in episodes]))
         # moving positions: a document without the state's picks (another episode's) stays fixed
-        positions = fixed.to(model.device).repeat(len(states), 1)
+        positions = (
+            fixed.to(model.device).repeat(len(states), 1) if cfg.position_mode.moves else None
+        )
         for row, s in enumerate(states):
             lo, hi = int(offsets[s.episode]), int(offsets[s.episode + 1])
             if c.in_batch_negatives:
@@ -301,10 +300,10 @@ class NextHopLearner:
                 available[row, lo:hi] = True
             available[row, [lo + j for j in s.picked]] = False
             positive[row, [lo + j for j in s.targets]] = True
-            if cfg.position_mode.moves:
+            if positions is not None:
                 pos = positions_for(episodes[s.episode], cfg, s.picked)
                 positions[row, lo:hi] = torch.from_numpy(pos).to(model.device)
-        if not cfg.position_mode.moves:  # fixed positions: one rotated copy serves every state
+        if positions is None:  # fixed positions: one rotated copy serves every state
             state_emb = model.place_states(state_emb, last_pick_positions(states, offsets, fixed))
             q = model.q_values(state_emb, chunk_emb, fixed.to(model.device))
         else:  # per-state positions: rotate a copy of the chunks for every state

@@ -210,9 +210,9 @@ elif [ "$ROUND" = 7 ]; then
     +env.train.parts.0.path=$W/hotpotqa.json +env.eval.parts.0.path=$W/hotpotqa.json \
     env.train.parts.1.target_tokens=[2000,4000,8000] final_report=false eval_interval=50 eval_episodes=200 \
     model.question_weight=1.0 algo.anchor_states=true"
-  QPS=64 NEG=""
+  QPS=64
   [ -n "${QUICK:-}" ] && GEN="$GEN eval_episodes=10 eval_interval=2 env.pool_size=20" && QPS="4 steps=3"
-  Q64="algo.questions_per_step=$QPS $NEG"
+  Q64="algo.questions_per_step=$QPS"
   if [ "${PHASE:-1}" = 1 ]; then
     # its own session outlives this call; the second call waits for its line in exits.log
     FRESH="$GEN init_from=null algo.lr=1.5e-4 algo.warmup=20 steps=600 algo.freeze_chunk_encoder=true $Q64 \
@@ -239,9 +239,9 @@ elif [ "$ROUND" -ge 8 ] && [ "$ROUND" -le 16 ]; then
     +env.train.parts.0.path=$W/hotpotqa.json +env.eval.parts.0.path=$W/hotpotqa.json \
     env.train.parts.1.target_tokens=[2000,4000,8000] final_report=false eval_interval=50 eval_episodes=200 \
     model.question_weight=1.0 algo.anchor_states=true env.position_mode=$LAYOUT"
-  QPS=64 NEG=""
+  QPS=64
   [ -n "${QUICK:-}" ] && GEN="$GEN eval_episodes=10 eval_interval=2 env.pool_size=20" && QPS="4 steps=3"
-  Q64="algo.questions_per_step=$QPS $NEG"
+  Q64="algo.questions_per_step=$QPS"
   [ "${PHASE:-1}" = 1 ] && exit 0   # the bundle is unpacked
   INIT="$W/init_c64da_doc"
   if [ ! -d "$INIT" ]; then
