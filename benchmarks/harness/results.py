@@ -7,6 +7,7 @@ import functools
 import json
 import os
 import platform
+import shlex
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -51,10 +52,11 @@ def _code_version_at_first_call() -> dict:
 
 def command_line(argv: list[str] | None) -> str:
     """The command that produced a result file (``argv`` as given to ``main``, else sys.argv):
-    ``python -m benchmarks.<folder>.<script> ...`` when run as a module."""
+    ``python -m benchmarks.<folder>.<script> ...`` when run as a module, quoted for a shell (files
+    before session 55 joined the words unquoted: an empty argument shows as a double space)."""
     spec = getattr(sys.modules.get("__main__"), "__spec__", None)
-    program = f"-m {spec.name}" if spec is not None and spec.name else sys.argv[0]
-    return "python " + " ".join([program, *(argv if argv is not None else sys.argv[1:])])
+    program = ["-m", spec.name] if spec is not None and spec.name else [sys.argv[0]]
+    return shlex.join(["python", *program, *(argv if argv is not None else sys.argv[1:])])
 
 
 def machine_info(threads: int, device: str, **extra) -> dict:
