@@ -7,10 +7,11 @@ seeds: the runs a switch of the default needs, as one background job.
 Each result file that ``summary.SOURCES`` reads is remade from the command recorded in it (the
 same cells, sizes, baselines and thread count), with the model in place of the ones it ran
 (under the method name the summary reads), a new seed (test files: ``--seed``, one more for each
-file; validation files: ``--val-seed``), and a new output file beside the old one (``<name>_<seed>``);
-a file without a seed (HotpotQA bucket 0, every question) keeps its questions and is named
-with the test seed it would have had. The runs go one
-after another, each with its log beside its output. Point ``SOURCES`` at the new files afterwards.
+file; validation files: ``--val-seed``), only the cells the table reads, and a new output file
+beside the old one (``<name>_<seed>``); a file without a seed (HotpotQA bucket 0, every
+question) keeps its questions and is named with the test seed it would have had. The runs go
+one after another, each with its log beside its output. Point ``SOURCES`` at the new files
+afterwards.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks.general.summary import BENCHMARKS, SOURCES, Source
+from benchmarks.harness.results import command_words
 
 #: The repository root, where the recorded commands run.
 ROOT = BENCHMARKS.parent
@@ -44,14 +46,6 @@ class Rerun:
     """The command, ready for :func:`subprocess.run` from the repository root."""
     out: Path
     """The new result file."""
-
-
-def command_words(command: str) -> list[str]:
-    """The words of a recorded command: shell-quoted since session 55, joined with single spaces
-    before (where an empty argument, such as ``--ruler ''``, shows as a double space)."""
-    if any(quote in command for quote in "'\""):
-        return shlex.split(command)
-    return command.split(" ")
 
 
 def _without(words: list[str], flag: str) -> list[str]:

@@ -22,6 +22,7 @@ from qrag_training.paired import PairedDifference, paired_bootstrap
 
 from benchmarks.babilong.report import pooled_samples
 from benchmarks.general.report import MARK
+from benchmarks.harness.results import command_words
 
 #: ``benchmarks/``: result paths below are relative to it.
 BENCHMARKS = Path(__file__).resolve().parents[1]
@@ -174,7 +175,7 @@ def _general_row(source: Source, result: dict) -> Row:
 def _babilong_split(result: dict) -> str:
     """``babilong/run.py`` names a result's split ``seed<N>`` when a seed was given: the split
     asked for is in its command."""
-    words = result["command"].split()
+    words = command_words(result["command"])
     asked = words[words.index("--split") + 1] if "--split" in words[:-1] else result["split"]
     return f"{asked} {result['seed']}"
 

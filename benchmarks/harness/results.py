@@ -59,6 +59,14 @@ def command_line(argv: list[str] | None) -> str:
     return shlex.join(["python", *program, *(argv if argv is not None else sys.argv[1:])])
 
 
+def command_words(command: str) -> list[str]:
+    """The words of a :func:`command_line`: shell-quoted since session 55; joined with single
+    spaces before (an empty argument, such as ``--ruler ''``, shows there as a double space)."""
+    if any(quote in command for quote in "'\""):
+        return shlex.split(command)
+    return command.split(" ")
+
+
 def machine_info(threads: int, device: str, **extra) -> dict:
     """Platform, CPU count, threads, device and torch version, then ``extra`` in order."""
     import torch

@@ -9,7 +9,7 @@ import pytest
 
 from benchmarks.babilong.run import parse_args as babilong_args
 from benchmarks.general import remeasure, summary
-from benchmarks.harness.results import command_line
+from benchmarks.harness.results import command_line, command_words
 from benchmarks.hotpotqa.run import parse_args as hotpotqa_args
 
 PARSERS = {"babilong": babilong_args, "hotpotqa": hotpotqa_args}
@@ -63,9 +63,9 @@ def test_an_output_already_there_is_never_replaced(tmp_path, monkeypatch) -> Non
 
 def test_recorded_commands_read_back_word_for_word() -> None:
     words = ["--ruler", "", "--model", "a=b:x=1", "--note", "two words"]
-    assert remeasure.command_words(command_line(words))[-6:] == words
+    assert command_words(command_line(words))[-6:] == words
     old = "python -m benchmarks.babilong.run --ruler  --threads 2"  # unquoted, before session 55
-    assert remeasure.command_words(old)[-4:] == ["--ruler", "", "--threads", "2"]
+    assert command_words(old)[-4:] == ["--ruler", "", "--threads", "2"]
     with pytest.raises(ValueError, match="no --out"):
         remeasure.rerun_of(summary.SOURCES[0], "python -m x --seed 1", "m", 2)
 
