@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks.general.summary import BENCHMARKS, SOURCES, Source
-from benchmarks.harness.results import command_words
+from benchmarks.harness.results import command_words, flag_value
 
 #: The repository root, where the recorded commands run.
 ROOT = BENCHMARKS.parent
@@ -61,10 +61,6 @@ def _without(words: list[str], flag: str) -> list[str]:
     return kept
 
 
-def _value(words: list[str], flag: str) -> str | None:
-    return words[words.index(flag) + 1] if flag in words[:-1] else None
-
-
 def _set(words: list[str], flag: str, value: str) -> list[str]:
     return [*_without(words, flag), flag, value]
 
@@ -86,7 +82,7 @@ def rerun_of(
     words = command_words(command)
     if words[:2] != ["python", "-m"]:
         raise ValueError(f"{source.path}: not a `python -m` command: {command!r}")
-    out = _value(words, "--out")
+    out = flag_value(words, "--out")
     if out is None:
         raise ValueError(f"{source.path}: its command has no --out: {command!r}")
     words = _set(
@@ -96,7 +92,7 @@ def rerun_of(
     )
     if cells and CELLS_FLAG[source.kind] is not None:
         words = _set(words, CELLS_FLAG[source.kind], ",".join(cells))
-    if _value(words, "--seed") is not None:
+    if flag_value(words, "--seed") is not None:
         words = _set(words, "--seed", str(seed))
     old = Path(out)
     new = old.with_name(f"{old.stem}_{seed}{old.suffix}")
@@ -118,11 +114,11 @@ def plan(model: str, seed: int, val_seed: int, sources: Sequence[Source] = SOURC
         command = json.loads((BENCHMARKS / path).read_text())["command"]
         words = command_words(command)
         cells = [s.cell for s in reading]  # only the cells the table reads
-        if _value(words, "--split") == "val":
+        if flag_value(words, "--split") == "val":
             rerun = rerun_of(reading[0], command, model, val_seed, cells)
         else:
             rerun = rerun_of(reading[0], command, model, next_seed, cells)
-            next_seed += _value(words, "--seed") is not None
+            next_seed += flag_value(words, "--seed") is not None
         if rerun.out.exists():
             raise FileExistsError(f"{rerun.out} exists; choose other seeds")
         reruns.append(rerun)

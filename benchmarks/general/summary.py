@@ -22,7 +22,7 @@ from qrag_training.paired import PairedDifference, paired_bootstrap
 
 from benchmarks.babilong.report import pooled_samples
 from benchmarks.general.report import MARK
-from benchmarks.harness.results import command_words
+from benchmarks.harness.results import command_words, flag_value
 
 #: ``benchmarks/``: result paths below are relative to it.
 BENCHMARKS = Path(__file__).resolve().parents[1]
@@ -176,7 +176,7 @@ def _babilong_split(result: dict) -> str:
     """``babilong/run.py`` names a result's split ``seed<N>`` when a seed was given: the split
     asked for is in its command."""
     words = command_words(result["command"])
-    asked = words[words.index("--split") + 1] if "--split" in words[:-1] else result["split"]
+    asked = flag_value(words, "--split") or result["split"]
     return f"{asked} {result['seed']}"
 
 

@@ -67,6 +67,11 @@ def command_words(command: str) -> list[str]:
     return command.split(" ")
 
 
+def flag_value(words: Sequence[str], flag: str) -> str | None:
+    """The word after ``flag`` in a command's words (:func:`command_words`), or ``None``."""
+    return words[words.index(flag) + 1] if flag in words[:-1] else None
+
+
 def machine_info(threads: int, device: str, **extra) -> dict:
     """Platform, CPU count, threads, device and torch version, then ``extra`` in order."""
     import torch
