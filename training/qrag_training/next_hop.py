@@ -11,13 +11,15 @@ the other questions in the step, which is what a pooled index asks for.
 
 It learns in minutes on a CPU where PQN, starting from random-looking Q-values, needs hours; the
 resulting checkpoint is a normal Q-RAG checkpoint that PQN can continue from (``init_from``).
+Every shipped checkpoint (the general default, the HotpotQA checkpoint, the BabiLong demo) was
+trained by this learner alone (``algo.kind = next_hop``; recipes ``preset=general_gpu``,
+``preset=hotpotqa_gpu``, ``preset=babi_gpu``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import torch
@@ -38,14 +40,9 @@ from qrag_training.distributed import DistContext
 from qrag_training.documents import positions_for
 from qrag_training.frozen_cache import FrozenLayerCache
 from qrag_training.hop_states import HopState, hop_states, last_pick_positions, recovery_states
+from qrag_training.learner import Learner
 from qrag_training.negatives import NegativeSampler, base_encoder_sampler, check_negatives_fit
-from qrag_training.optim import (
-    OptimConfig,
-    load_scheduler_state,
-    scheduled_adamw,
-    scheduler_state,
-    trainable_params,
-)
+from qrag_training.optim import OptimConfig
 
 
 @dataclass
@@ -182,12 +179,16 @@ def frozen_chunk_cache(
     )
 
 
-class NextHopLearner:
-    """Online model, optimiser and schedule of the supervised warm start.
+class NextHopLearner(Learner):
+    """Online model, optimiser and schedule of the supervised warm start: the learner of every
+    shipped checkpoint.
 
-    It offers what :class:`~qrag_training.trainer.Trainer` needs from a learner (``updates``, ``lr``,
-    ``optimizer``, ``scalars``, target tensors: none).
+    What :class:`~qrag_training.trainer.Trainer` needs from a learner (``updates``, ``lr``,
+    ``optimizer``, ``scalars``, target tensors: none) is :class:`~qrag_training.learner.Learner`'s;
+    ``env_steps`` counts the hop states trained, over all ranks.
     """
+
+    config: NextHopConfig
 
     def __init__(
         self,
@@ -199,21 +200,9 @@ class NextHopLearner:
     ) -> None:
         if config.in_batch_negatives:
             check_negatives_fit(model.config.position_mode, "in_batch_negatives")
-        self.model = model
-        self.config = config
-        self.dist = dist or DistContext()
-        """Data-parallel place: gradients are averaged over the ranks before each step."""
-        if config.freeze_chunk_encoder:
+        if config.freeze_chunk_encoder:  # before the optimiser collects the trainable parameters
             model.chunk_encoder.requires_grad_(False)
-        self.params = trainable_params(model)
-        self.optimizer, self.scheduler = scheduled_adamw(self.params, config)
-        self.rng = np.random.default_rng(seed)
-        self.updates = 0
-        """Optimiser steps taken."""
-        self.env_steps = 0
-        """Training states seen over all ranks (the counterpart of PQN's environment transitions)."""
-        self.alpha = None
-        """No soft-greedy temperature: kept for the trainer's records."""
+        super().__init__(model, config, seed, dist)
         self.teacher: Teacher | None = (
             make_teacher(config.distill_teacher, model, start)
             if config.distill_weight > 0
@@ -226,8 +215,6 @@ class NextHopLearner:
         """Output of the chunk encoder's frozen layers per text (``None``: off)."""
         self.sampler = self._sampler() if config.hard_negatives is not None else None
         """Shrinks each step's episodes to sampled negatives (``None``: every chunk)."""
-        self.bf16 = config.bf16_on(model.device)
-        """Encoder passes in bfloat16 autocast (``config.autocast``)."""
 
     def _sampler(self) -> NegativeSampler:
         c = self.config
@@ -242,11 +229,6 @@ class NextHopLearner:
             c.hop_negatives,
             c.embed_batch_size,
         )
-
-    @property
-    def lr(self) -> float:
-        """Learning rate of the next optimiser step."""
-        return float(self.optimizer.param_groups[0]["lr"])
 
     def step(self, next_episode: Callable[[], Episode]) -> dict[str, float]:
         """One optimiser step on ``questions_per_step`` episodes; returns loss, accuracy, grad norm."""
@@ -327,13 +309,8 @@ class NextHopLearner:
                 )
                 loss = loss + c.distill_weight * distill
         loss.backward()
-        self.dist.average_gradients(self.params)
-        norm = torch.nn.utils.clip_grad_norm_(self.params, c.max_grad_norm)
-        self.optimizer.step()
-        self.optimizer.zero_grad(set_to_none=True)
-        self.scheduler.step()
+        norm = self._step_optimizer()
         model.eval()
-        self.updates += 1
         self.env_steps += int(self.dist.sum_floats([len(states)])[0])
         with torch.no_grad():
             best = q.detach().masked_fill(~available, float("-inf")).argmax(-1)
@@ -369,31 +346,3 @@ class NextHopLearner:
             [t for e in episodes for t in e.chunks],
             self.config.embed_batch_size,
         )
-
-    # -- what the trainer saves and restores ------------------------------------------------------
-    def target_tensors(self) -> dict[str, torch.Tensor]:
-        """No target networks."""
-        return {}
-
-    def load_target_tensors(self, tensors: dict[str, torch.Tensor]) -> None:
-        """Nothing to restore (a non-empty dict is an error)."""
-        if tensors:
-            raise ValueError(
-                f"the next-hop learner has no target tensors, got {sorted(tensors)[:3]}"
-            )
-
-    def scalars(self) -> dict[str, Any]:
-        """JSON-able counters, schedule and RNG state."""
-        return {
-            "updates": self.updates,
-            "env_steps": self.env_steps,
-            "scheduler": scheduler_state(self.scheduler),
-            "rng": self.rng.bit_generator.state,
-        }
-
-    def load_scalars(self, data: dict[str, Any]) -> None:
-        """Inverse of :meth:`scalars`."""
-        self.updates = int(data["updates"])
-        self.env_steps = int(data["env_steps"])
-        load_scheduler_state(self.scheduler, data["scheduler"])
-        self.rng.bit_generator.state = data["rng"]

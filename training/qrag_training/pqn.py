@@ -1,5 +1,9 @@
 """PQN-style value learning for Q-RAG: soft-greedy acting, Q(lambda) targets, twin-head loss.
 
+The paper's learner (``algo=pqn``, the config's default), kept as an option: no shipped
+checkpoint came from it (all of them came from :mod:`qrag_training.next_hop`, ``algo.kind =
+next_hop``); it can continue one (``init_from``).
+
 No replay buffer: ``B`` environments step in parallel for ``T`` steps, the rollout's Q(lambda)
 returns are computed backwards from soft values of *target* networks recorded while acting, and
 one regression step is taken on the rollout (gradients may be accumulated over several).
@@ -33,13 +37,8 @@ from qrag_integrations.core.model import QRAGModel, eval_mode
 from qrag_integrations.core.precision import bf16_autocast
 from qrag_training.distributed import DistContext
 from qrag_training.env import FinalObservation, VectorEnv
-from qrag_training.optim import (
-    OptimConfig,
-    load_scheduler_state,
-    scheduled_adamw,
-    scheduler_state,
-    trainable_params,
-)
+from qrag_training.learner import Learner
+from qrag_training.optim import OptimConfig
 from qrag_training.policy import sample_actions, soft_greedy_probs, soft_values, uniform_probs
 from qrag_training.returns import q_lambda_returns
 from qrag_training.target_forward import forward_online_and_target
@@ -111,43 +110,31 @@ class Rollout:
     """For those episodes: all supporting facts picked."""
 
 
-class PQNAgent:
-    """Online Q-RAG model, its target encoders, optimiser and schedule."""
+class PQNAgent(Learner):
+    """Online Q-RAG model, its target encoders, optimiser and schedule (the optimiser, schedule,
+    RNG and counters are :class:`~qrag_training.learner.Learner`'s; ``env_steps`` counts the
+    environment transitions collected over all ranks, which ``learning_start`` reads)."""
+
+    config: PQNConfig
+    alpha: float
 
     def __init__(
         self, model: QRAGModel, config: PQNConfig, seed: int = 0, dist: DistContext | None = None
     ) -> None:
         if model.config.state_at_last_pick:  # its rollouts score states without picks' positions
             raise ValueError("PQN does not train state_at_last_pick; use algo=next_hop")
-        self.model = model
-        self.config = config
-        self.dist = dist or DistContext()
-        """Data-parallel place: gradients are averaged over the ranks before each step."""
+        super().__init__(model, config, seed, dist)
         self.target_state: MeanPoolEncoder = (
             copy.deepcopy(model.state_encoder).requires_grad_(False).eval()
         )
         self.target_chunk: MeanPoolEncoder = (
             copy.deepcopy(model.chunk_encoder).requires_grad_(False).eval()
         )
-        self.params = trainable_params(model)
-        self.optimizer, self.scheduler = scheduled_adamw(self.params, config)
-        self.rng = np.random.default_rng(seed)
-        self.updates = 0
-        """Optimiser steps taken."""
         self.backward_passes = 0
         """Rollouts learned from (``accumulate_grads`` per optimiser step)."""
-        self.env_steps = 0
-        """Environment transitions collected, over all ranks (``learning_start`` counts these)."""
         self.alpha = self._annealed_alpha()
-        self.bf16 = config.bf16_on(model.device)
-        """Encoder passes of the loss forward in bfloat16 autocast (``config.autocast``)."""
 
     # -- schedule -------------------------------------------------------------------------------
-    @property
-    def lr(self) -> float:
-        """Learning rate of the next optimiser step."""
-        return float(self.optimizer.param_groups[0]["lr"])
-
     def _annealed_alpha(self) -> float:
         return max(self.config.alpha_min, self.config.alpha * self.lr / self.config.lr)
 
@@ -350,15 +337,10 @@ class PQNAgent:
     def optimizer_step(self) -> float:
         """Average the gradients over the ranks, clip, step, schedule, anneal alpha, Polyak-update
         the targets; returns the grad norm."""
-        self.dist.average_gradients(self.params)
-        norm = torch.nn.utils.clip_grad_norm_(self.params, self.config.max_grad_norm)
-        self.optimizer.step()
-        self.optimizer.zero_grad(set_to_none=True)
-        self.scheduler.step()
-        self.updates += 1
+        norm = self._step_optimizer()
         self.alpha = self._annealed_alpha()
         self.polyak_update()
-        return float(norm)
+        return norm
 
     def polyak_update(self) -> None:
         """``target <- (1 - tau) * target + tau * online`` for the trained parameters."""
@@ -374,21 +356,15 @@ class PQNAgent:
         load_target_tensors(self.model, self.target_state, self.target_chunk, tensors)
 
     def scalars(self) -> dict[str, Any]:
-        """JSON-able counters, schedule and RNG state."""
+        """The learner's counters, schedule and RNG state, with PQN's own counter and alpha."""
         return {
-            "updates": self.updates,
+            **super().scalars(),
             "backward_passes": self.backward_passes,
-            "env_steps": self.env_steps,
             "alpha": self.alpha,
-            "scheduler": scheduler_state(self.scheduler),
-            "rng": self.rng.bit_generator.state,
         }
 
     def load_scalars(self, data: dict[str, Any]) -> None:
         """Inverse of :meth:`scalars`."""
-        self.updates = int(data["updates"])
+        super().load_scalars(data)
         self.backward_passes = int(data["backward_passes"])
-        self.env_steps = int(data["env_steps"])
-        load_scheduler_state(self.scheduler, data["scheduler"])
-        self.rng.bit_generator.state = data["rng"]
         self.alpha = float(data["alpha"])

@@ -1,12 +1,24 @@
 """The training loop of ``qrag-train`` (:class:`Trainer`; the command is :mod:`qrag_training.train`).
 
-One readable loop::
+Two learners share the loop, chosen by ``algo.kind``:
 
-    repeat until `steps` optimiser updates:
-        rollout  = agent.collect(venv, batch_size / envs_parallel)   # soft-greedy, no grad
-        agent.learn(rollout)                                         # Q(lambda) targets, twin loss
-        every log_interval:  metrics.jsonl + TensorBoard + progress bar
-        every eval_interval: held-out fact EM / F1, out_dir/best (if better), out_dir/last
+* ``next_hop`` (:class:`~qrag_training.next_hop.NextHopLearner`, ``algo=next_hop`` and every
+  ``preset=*`` that names it): a supervised cross-entropy over the chunks not yet picked, with the
+  supporting ones as positives. **Every shipped checkpoint came from this learner** (the general
+  default, the HotpotQA checkpoint and the BabiLong demo: ``algo.kind = next_hop`` in the
+  ``train_config`` of each one's ``qrag_config.json``; their recipes are ``preset=general_gpu``,
+  ``preset=hotpotqa_gpu`` and ``preset=babi_gpu``).
+* ``pqn`` (:class:`~qrag_training.pqn.PQNAgent`, the default ``algo=pqn``): the paper's value-based
+  loop, kept as an option (and to continue a next-hop checkpoint with ``init_from``)::
+
+      rollout = agent.collect(venv, batch_size / envs_parallel)   # soft-greedy, no grad
+      agent.learn(rollout)                                         # Q(lambda) targets, twin loss
+
+Either way, until ``steps`` optimiser updates (or ``time_budget_minutes``)::
+
+    stats = learner.step(stream)  or  agent.learn(agent.collect(...))
+    every log_interval:  metrics.jsonl + TensorBoard + progress bar
+    every eval_interval: held-out fact EM / F1, out_dir/best (if better), out_dir/last
 
 Run folder (``out_dir``): ``last/`` (checkpoint + ``train_state/``), ``best/``, ``tb/``
 (TensorBoard), ``metrics.jsonl``. ``resume=true`` continues from ``out_dir/last``.
