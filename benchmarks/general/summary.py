@@ -68,7 +68,7 @@ SOURCES: tuple[Source, ...] = (
     ),
     Source(
         "SQuAD v2 dev articles 0-17, 573 pooled paragraphs (out of domain): hit@1 / hit@3",
-        "general/results/explore_relpos/mode_check_555560.json",
+        "general/results/mode_check_555560.json",
         "general",
         "squad",
         ("hit@1", "hit@3"),
