@@ -12,26 +12,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from tiny_run import TINY_RUN
 
 #: Every test here starts torchrun with two training processes (about 20 s per run).
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
-TINY_RUN = [
-    "model=tiny",
-    "batch_size=8",
-    "envs_parallel=4",
-    "eval_interval=2",
-    "eval_episodes=4",
-    "log_interval=1",
-    "torch_threads=1",
-    "env.task=qa1",
-    "env.target_tokens=250",
-    "env.pool_size=16",
-    "env.max_steps=2",
-    "algo.warmup=2",
-    "model.trainable_layers=1",
-]
 #: ``final_lr_ratio > 0``: a resumed run with more ``steps`` never takes a step at LR 0, so its
 #: weights must move.
 PQN = ["algo.learning_start=8", "algo.accumulate_grads=1", "algo.final_lr_ratio=0.5"]

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from tiny_run import TINY_RUN
 
 #: Every test here runs ``qrag-train`` in a subprocess (tens of seconds each).
 pytestmark = pytest.mark.slow
@@ -37,22 +38,10 @@ def train(
     cmd = [
         sys.executable,
         *entry,
-        "model=tiny",
+        *TINY_RUN,
         f"model.base_model={model_dir}",
         f"out_dir={out_dir}",
         f"steps={steps}",
-        "batch_size=8",
-        "envs_parallel=4",
-        "eval_interval=2",
-        "eval_episodes=4",
-        "log_interval=1",
-        "torch_threads=1",
-        "env.task=qa1",
-        "env.target_tokens=250",
-        "env.pool_size=16",
-        "env.max_steps=2",
-        "algo.warmup=2",
-        "model.trainable_layers=1",
         *extra,
     ]
     if "algo=next_hop" not in extra:

@@ -1,6 +1,6 @@
 """Train on a machine that has a GPU but no package index and a small upload limit.
 
-Three sub-commands:
+Two sub-commands (``training/tools/remote_train.sh`` runs the second there):
 
 ``pack OUT``   (here) writes what training needs and the remote machine lacks: the base encoder's
                weights in fp16 (half the bytes; cast back to fp32 there), its config and
@@ -9,12 +9,12 @@ Three sub-commands:
                generator, and wheels of the pure-Python packages the trainer imports.
 ``unpack DIR`` (there) turns such a folder into a base-model folder (fp32 weights), the HotpotQA
                file, and a site folder to put on ``PYTHONPATH``.
-``rebase SRC DST`` (here) re-attaches the trained top layers of a partial checkpoint made there
-               to the base installed here. A partial checkpoint records a hash of its frozen base
-               weights, and the remote base is the fp16-rounded copy, so its hash differs; the
-               trained layers are loaded over this machine's base and saved anew (fp16 partial).
-               The trained layers saw frozen layers that differ from these by fp16 rounding
-               (relative 1e-3 or less); every reported number is measured here, after rebasing.
+
+A partial checkpoint records a hash of its frozen base weights, and the remote base is the
+fp16-rounded copy, so a checkpoint trained there loads here only once its trained layers are
+re-attached to the installed base: ``python -m qrag_training.export CHECKPOINT DEST --base-model
+packaged:all-MiniLM-L6-v2`` (the trained layers saw frozen layers that differ from these by fp16
+rounding, relative 1e-3 or less; every reported number is measured here, afterwards).
 """
 
 from __future__ import annotations
@@ -142,7 +142,7 @@ def unpack(bundle: Path, dest: Path) -> None:
             open(dest / "hotpotqa.json", "wb") as dst,
         ):
             shutil.copyfileobj(src, dst)
-    else:  # a BabiLong-only bundle (ROUND=3) leaves it out to stay under the upload limit
+    else:  # a BabiLong-only bundle may leave it out to stay under the upload limit
         print(f"{HOTPOTQA_FILE} not in the bundle: HotpotQA runs cannot start")
     site = dest / "site"
     site.mkdir(exist_ok=True)
@@ -170,33 +170,6 @@ def unpack(bundle: Path, dest: Path) -> None:
     print(f"unpacked into {dest}: PYTHONPATH={site}")
 
 
-def rebase(src: Path, dst: Path, base_model: str) -> None:
-    """Load the trained layers of partial checkpoint ``src`` over ``base_model`` and save ``dst``."""
-    from qrag_integrations.core.checkpoint import CONFIG_FILE, PARTIAL_WEIGHTS_FILE, save_pretrained
-    from qrag_integrations.core.config import QRAGConfig
-    from qrag_integrations.core.model import QRAGModel
-
-    manifest = json.loads((src / CONFIG_FILE).read_text(encoding="utf-8"))
-    if manifest.get("weights") != "partial":
-        raise SystemExit(f"{src} is not a partial checkpoint")
-    config = QRAGConfig.from_dict({**manifest["config"], "base_model": base_model})
-    config.extra = {**config.extra, "rebased_from_base": manifest["config"]["base_model"]}
-    model = QRAGModel.from_base(config)
-    trained = load_file(str(src / PARTIAL_WEIGHTS_FILE))
-    expected = model.trained_state_dict()
-    if set(trained) != set(expected):
-        raise SystemExit(
-            f"{src}: trained tensors do not match the top {config.trainable_layers} layers"
-        )
-    model.load_state_dict({k: v.to(torch.float32) for k, v in trained.items()}, strict=False)
-    card = src / "README.md"
-    notes = card.read_text(encoding="utf-8").split("## ", 1)[-1] if card.exists() else ""
-    save_pretrained(
-        model, dst, card_notes="## " + notes if notes else "", weights_dtype=torch.float16
-    )
-    print(f"rebased {src} -> {dst} over {base_model}")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -210,17 +183,11 @@ def main() -> None:
     p = sub.add_parser("unpack")
     p.add_argument("bundle", type=Path)
     p.add_argument("dest", type=Path)
-    p = sub.add_parser("rebase")
-    p.add_argument("src", type=Path)
-    p.add_argument("dst", type=Path)
-    p.add_argument("--base-model", default="packaged:all-MiniLM-L6-v2")
     args = parser.parse_args()
     if args.cmd == "pack":
         pack(args.out, args.python_version)
-    elif args.cmd == "unpack":
-        unpack(args.bundle, args.dest)
     else:
-        rebase(args.src, args.dst, args.base_model)
+        unpack(args.bundle, args.dest)
 
 
 if __name__ == "__main__":
