@@ -30,7 +30,9 @@ retriever = QRAGRetriever.from_store(
     candidates_per_step=64,
     check_exact=True,
 )
-retriever.add_texts(sample["chunks"], ids=[f"s{i}" for i in range(len(sample["chunks"]))])
+retriever.add_texts(
+    sample["chunks"], ids=[f"s{i}" for i in range(len(sample["chunks"]))], doc_id="story"
+)
 
 print(f"question: {sample['question']}   (answer: {sample['answer']})")
 for doc in retriever.invoke(sample["question"]):

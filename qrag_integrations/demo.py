@@ -108,6 +108,7 @@ def main(argv: list[str] | None = None) -> None:
         retriever = QRAGRetriever.from_texts(
             chunks,
             ids=ids,
+            doc_id="story",  # one story: its sentences in order
             checkpoint=args.checkpoint or default_checkpoint(),
             k=args.k,
             device=args.device,
@@ -143,7 +144,12 @@ def main(argv: list[str] | None = None) -> None:
 
     if args.compare_untrained:
         plain = QRAGRetriever.from_texts(
-            chunks, ids=ids, checkpoint=PACKAGED_MINILM, k=args.k, device=args.device
+            chunks,
+            ids=ids,
+            doc_id="story",
+            checkpoint=PACKAGED_MINILM,
+            k=args.k,
+            device=args.device,
         )
         hits = {int(d.id[1:]) for d in plain.invoke(sample["question"])}
         print(

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import hashlib
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,3 +75,33 @@ def mapping_filter(filter: Mapping[str, Any]) -> Callable[[Mapping[str, Any]], b
         return all(k in meta and meta[k] in values for k, values in wanted.items())
 
     return test
+
+
+def document_sort_key(doc_id: str) -> tuple[tuple[int, int | str], ...]:
+    """The key documents are ordered by in an index: their ids in natural order ("ch2" before
+    "ch10"), so the order of documents, and with it every pick, never depends on the order in
+    which they were added."""
+    return tuple(
+        (0, int(part)) if part.isdigit() else (1, part)
+        for part in re.split(r"(\d+)", doc_id)
+        if part
+    )
+
+
+def derived_chunk_ids(
+    texts: Sequence[str],
+    doc_ids: Sequence[str | None],
+    metadatas: Sequence[Mapping[str, Any] | None] | None = None,
+) -> list[str]:
+    """Stable chunk ids for chunks given none: a hash of each chunk's document (``None``: its own),
+    text and metadata, so the same chunk gets the same id whenever and in whatever order it is
+    added; repeats within one call get ``-2``, ``-3``... in their order."""
+    out: list[str] = []
+    seen: dict[str, int] = {}
+    for i, (text, doc) in enumerate(zip(texts, doc_ids)):
+        meta = metadatas[i] if metadatas is not None else None
+        blob = json.dumps([doc, text, meta or {}], sort_keys=True, default=str)
+        base = "c-" + hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()[:20]
+        seen[base] = seen.get(base, 0) + 1
+        out.append(base if seen[base] == 1 else f"{base}-{seen[base]}")
+    return out

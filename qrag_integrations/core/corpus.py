@@ -32,8 +32,10 @@ class Corpus(Protocol):
         doc_ids: list[str],
         batch_size: int,
         show_progress: bool,
+        replace: bool = False,
     ) -> list[str]:
-        """Embed with the chunk encoder and store; each chunk goes after its document's chunks."""
+        """Embed with the chunk encoder and store; each chunk goes after its document's chunks;
+        ``replace``: a chunk whose id is stored replaces it (else that id is refused)."""
         ...
 
     def delete(self, ids: Sequence[str]) -> int:
@@ -72,14 +74,18 @@ class IndexCorpus:
         doc_ids: list[str],
         batch_size: int,
         show_progress: bool,
+        replace: bool = False,
     ) -> list[str]:
         for i, text in enumerate(texts):
             validation.check_unicode(text, f"text {i}")
         ids = None if ids is None else validation.check_chunk_ids(ids)
-        self.index.check_new(len(texts), metadatas, ids)  # fail before the costly embedding
+        # fail before the costly embedding
+        self.index.check_new(len(texts), metadatas, None if replace else ids)
         emb = self.model.embed_chunks(texts, batch_size=batch_size, show_progress=show_progress)
         # orders=None: each chunk goes after the chunks its document already has in the index
-        return self.index.add(texts, emb, metadatas=metadatas, ids=ids, doc_ids=doc_ids)
+        return self.index.add(
+            texts, emb, metadatas=metadatas, ids=ids, doc_ids=doc_ids, replace=replace
+        )
 
     def delete(self, ids: Sequence[str]) -> int:
         return self.index.delete(validation.as_ids(ids))

@@ -1,7 +1,9 @@
 """A chunk index: texts, metadata, document ids and order, and their chunk embeddings.
 
-Rows are kept in *document order*: documents in the order they were first added, chunks of a
-document by their ``order``. This global order is what Q-RAG's positions are laid out over.
+Rows are kept in *document order*: documents by their ids in natural order
+(:func:`~qrag_integrations.core.chunks.document_sort_key`), chunks of a document by their
+``order``. This global order is what Q-RAG's positions are laid out over; it depends on the
+documents and never on the order in which they were added, so neither do the picks.
 Updates never modify arrays in place: ``add`` / ``delete`` build new arrays and swap them in
 under a lock, so a search running in another thread sees one consistent snapshot. The saved
 form is :mod:`~qrag_integrations.core.index_files`'s.
@@ -17,7 +19,7 @@ from typing import Any
 
 import torch
 
-from qrag_integrations.core.chunks import Chunk, Snapshot
+from qrag_integrations.core.chunks import Chunk, Snapshot, document_sort_key
 from qrag_integrations.core.errors import IndexMismatchError, QRAGError
 from qrag_integrations.core.index_files import (
     INDEX_DTYPES,
@@ -50,7 +52,7 @@ class ChunkIndex:
         self.dtype = dtype
         self.device = torch.device(device)
         self._lock = threading.Lock()
-        self._doc_rank: dict[str, int] = {}
+        self._doc_keys: dict[str, tuple[tuple[int, int | str], ...]] = {}
         self._snapshot = Snapshot(
             (), torch.empty((0, embedding_dim), dtype=dtype, device=self.device)
         )
@@ -91,6 +93,7 @@ class ChunkIndex:
         ids: Sequence[str] | None = None,
         doc_ids: Sequence[str] | None = None,
         orders: Sequence[int] | None = None,
+        replace: bool = False,
     ) -> list[str]:
         """Add chunks whose embeddings are already computed.
 
@@ -101,6 +104,8 @@ class ChunkIndex:
             ids: unique chunk ids (default: random UUIDs); an id already present is an error.
             doc_ids: document of each chunk (default: one new document per call).
             orders: order of each chunk inside its document (default: running count per document).
+            replace: chunks whose ids are already present replace them (same swap) instead of
+                being refused.
 
         Returns:
             The ids of the added chunks.
@@ -116,13 +121,22 @@ class ChunkIndex:
                 f"expected embeddings of shape ({n}, {self.embedding_dim}), got {tuple(embeddings.shape)}"
             )
         with self._lock:
-            self.check_new(n, metadatas, ids)
+            self.check_new(n, metadatas, None if replace else ids)
+            if replace and len(set(ids)) != n:
+                raise QRAGError("ids must be unique")
             if doc_ids is None:
                 doc_ids = [f"doc-{uuid.uuid4().hex}"] * n
             doc_ids = [str(d) for d in doc_ids]
             if len(doc_ids) != n:
                 raise QRAGError(f"doc_ids has {len(doc_ids)} entries for {n} texts")
             old = self._snapshot
+            replaced = [self._row_of[i] for i in ids if i in self._row_of]
+            if replaced:
+                keep = sorted(set(range(len(old))) - set(replaced))
+                old = Snapshot(
+                    tuple(old.chunks[r] for r in keep),
+                    old.embeddings[torch.tensor(keep, dtype=torch.long, device=self.device)],
+                )
             if orders is None:
                 counts: dict[str, int] = {}
                 for c in old.chunks:
@@ -135,21 +149,30 @@ class ChunkIndex:
                 orders_list = [int(o) for o in orders]
                 if len(orders_list) != n:
                     raise QRAGError(f"orders has {len(orders_list)} entries for {n} texts")
-            for d in doc_ids:
-                self._doc_rank.setdefault(d, len(self._doc_rank))
             new = [
                 Chunk(i, t, m, d, o)
                 for i, t, m, d, o in zip(ids, texts, metadatas, doc_ids, orders_list)
             ]
             chunks = list(old.chunks) + new
             emb = torch.cat([old.embeddings, embeddings.to(self.device, self.dtype)])
-            keys = [(self._doc_rank[c.doc_id], c.order) for c in chunks]
-            if any(keys[i] > keys[i + 1] for i in range(len(keys) - 1)):
-                perm = sorted(range(len(chunks)), key=keys.__getitem__)
-                chunks = [chunks[i] for i in perm]
-                emb = emb[torch.tensor(perm, device=self.device)]
-            self._swap(Snapshot(tuple(chunks), emb))
+            self._swap(self._in_document_order(chunks, emb))
         return ids
+
+    def _in_document_order(self, chunks: list[Chunk], emb: torch.Tensor) -> Snapshot:
+        """``chunks`` (rows of ``emb``) sorted by document key, order and id (the id breaks
+        ties, so equal keys never fall back on the order of arrival)."""
+        keys = [(self._doc_key(c.doc_id), c.order, c.id) for c in chunks]
+        if any(keys[i] > keys[i + 1] for i in range(len(keys) - 1)):
+            perm = sorted(range(len(chunks)), key=keys.__getitem__)
+            chunks = [chunks[i] for i in perm]
+            emb = emb[torch.tensor(perm, dtype=torch.long, device=self.device)]
+        return Snapshot(tuple(chunks), emb)
+
+    def _doc_key(self, doc_id: str) -> tuple[tuple[int, int | str], ...]:
+        key = self._doc_keys.get(doc_id)
+        if key is None:
+            key = self._doc_keys[doc_id] = document_sort_key(doc_id)
+        return key
 
     def check_new(
         self, n: int, metadatas: Sequence[Any] | None = None, ids: Sequence[str] | None = None
@@ -217,8 +240,9 @@ class ChunkIndex:
                 strings, tuples, sets...), a text is not valid Unicode, or something that is not a
                 saved index is at ``path``; nothing is written.
         """
-        with self._lock:  # the chunks and document ranks of one moment
-            snap, doc_rank = self._snapshot, dict(self._doc_rank)
+        snap = self._snapshot  # one consistent moment
+        # each document's rank in the saved order (read by older versions of this format)
+        doc_rank = {d: r for r, d in enumerate(dict.fromkeys(c.doc_id for c in snap.chunks))}
         manifest = {
             "embedding_dim": self.embedding_dim,
             "dtype": next(name for name, dt in INDEX_DTYPES.items() if dt == self.dtype),
@@ -248,6 +272,10 @@ class ChunkIndex:
         """
         saved = read_index_folder(path, expected_dim)
         index = cls(saved.embedding_dim, dtype=saved.dtype, device=device)
-        index._doc_rank = saved.doc_rank
-        index._swap(Snapshot(saved.chunks, saved.embeddings.to(index.device, index.dtype)))
+        # an index saved before documents were ordered by id is put in that order here
+        index._swap(
+            index._in_document_order(
+                list(saved.chunks), saved.embeddings.to(index.device, index.dtype)
+            )
+        )
         return index

@@ -73,21 +73,25 @@ class RetrieverConstructors:
         ids: Sequence[str] | None = None,
         checkpoint: str | None = None,
         k: int = 4,
+        doc_id: str | None = None,
         **kwargs: Any,
     ) -> QRAGRetriever:
-        """Index raw texts, each one chunk of one shared document in the given order.
+        """Index raw texts, each one chunk (as :meth:`add_texts`).
 
         Args:
-            texts: chunk texts (their order is the document order positions use).
+            texts: chunk texts.
             metadatas: metadata per text.
-            ids: ids per text (default random).
+            ids: ids per text (default: derived from document, text and metadata).
             checkpoint: checkpoint folder or HF encoder name; default: the packaged model.
             k: default number of steps.
+            doc_id: the one document the texts form, in this order (a story, a log); without
+                it each text is its own document unless ``metadata["source"]`` (the
+                ``document_key`` field) names one.
             **kwargs: other fields (``device``, ``stop_threshold``, ...); no other name.
         """
-        cls._refuse_unknown(kwargs, "from_texts", "metadatas", "ids")
+        cls._refuse_unknown(kwargs, "from_texts", "metadatas", "ids", "doc_id")
         retriever = cls(checkpoint=checkpoint, k=k, **kwargs)
-        retriever.add_texts(texts, metadatas=metadatas, ids=ids)
+        retriever.add_texts(texts, metadatas=metadatas, ids=ids, doc_id=doc_id)
         return retriever
 
     @classmethod

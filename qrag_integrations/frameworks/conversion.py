@@ -12,17 +12,19 @@ imported; the core never imports it.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.documents import Document as LCDocument
 from llama_index.core.schema import BaseNode, NodeWithScore, TextNode
 
-from qrag_integrations.core.chunks import Chunk
+from qrag_integrations.core.chunks import Chunk, derived_chunk_ids
 from qrag_integrations.core.errors import QRAGError
 from qrag_integrations.core.search import Hit
+
+#: The metadata key that names a chunk's document by default (LangChain loaders set it).
+DOCUMENT_KEY = "source"
 
 #: Metadata keys added to every result.
 META_STEP, META_Q, META_POSITION, META_SCORE = "qrag_step", "qrag_q_value", "qrag_position", "score"
@@ -65,67 +67,100 @@ class ChunkRows:
     """Chunk texts."""
     metadatas: list[dict[str, Any]] = field(default_factory=list)
     """Metadata of each chunk (a copy of its document's or node's)."""
-    ids: list[str] | None = None
-    """Chunk ids, or ``None`` when no document brought one (the index then makes them)."""
+    ids: list[str] = field(default_factory=list)
+    """Chunk ids: the documents' own, else derived from document, text and metadata."""
     doc_ids: list[str] = field(default_factory=list)
-    """Document each chunk belongs to (positions are laid out in this order)."""
+    """Document each chunk belongs to (chunks of one document in this order)."""
+    given_ids: bool = False
+    """Whether any id came from the documents (the rest were derived)."""
 
 
-def documents_to_chunks(documents: Sequence[Any], splitter: Any = None) -> ChunkRows:
+def document_of(
+    metadata: Mapping[str, Any], document_key: str | None, fallback: str | None
+) -> str | None:
+    """A chunk's document id: ``metadata[document_key]`` where set, else ``fallback`` (the
+    framework's document id; ``None``: the chunk is its own document)."""
+    named = metadata.get(document_key) if document_key is not None else None
+    if named is not None and named != "":
+        return str(named)
+    return fallback
+
+
+def documents_to_chunks(
+    documents: Sequence[Any], splitter: Any = None, document_key: str | None = DOCUMENT_KEY
+) -> ChunkRows:
     """Flatten framework documents into chunks, in order.
 
-    Without a splitter each LangChain document is one chunk of a shared document, and each
-    LlamaIndex node one chunk of its source document; with one, each document's pieces are
-    chunks of that document, in order.
+    A chunk's document is ``metadata[document_key]`` where the document has it, else the
+    framework's document id: a split LangChain ``Document``'s ``id`` (a hash of its text when
+    it has none), a LlamaIndex node's ``ref_doc_id``; an unsplit LangChain document or a node
+    without a source is its own document. Chunks of one document keep the order they come in;
+    documents are ordered by id in the index, so the order documents come in never matters.
 
     Args:
         documents: LangChain ``Document``\\ s or LlamaIndex ``Document``\\ s / nodes.
         splitter: a LangChain ``TextSplitter`` (``split_text``) or a LlamaIndex ``NodeParser``
             (``get_nodes_from_documents``), or ``None``.
+        document_key: the metadata key naming a chunk's document (``None``: none is read).
 
     Returns:
-        The chunks; ids are the documents' / nodes' ids (random for pieces without one), or
-        ``None`` when none has an id.
+        The chunks; ids are the documents' / nodes' ids, derived from document and text where
+        there is none (:func:`~qrag_integrations.core.chunks.derived_chunk_ids`), or ``None``
+        when no document brought one.
 
     Raises:
         QRAGError: an item is not a framework document, a text is not a string, or the splitter
             has neither method.
     """
+    if isinstance(documents, (LCDocument, BaseNode)):
+        raise QRAGError(
+            f"documents must be a list; got a single {type(documents).__name__}: pass [document]"
+        )
     rows = ChunkRows()
-    ids: list[str] = []
+    ids: list[str | None] = []
+    groups: list[str | None] = []
 
-    def push(text: Any, meta: dict[str, Any], chunk_id: str | None, doc_id: str) -> None:
+    def push(text: Any, meta: dict[str, Any], chunk_id: str | None, doc_id: str | None) -> None:
         if not isinstance(text, str):
             raise QRAGError(f"document text must be a string, got {type(text).__name__}")
         rows.texts.append(text)
         rows.metadatas.append(dict(meta))
-        ids.append(chunk_id or "")
-        rows.doc_ids.append(doc_id)
+        ids.append(chunk_id or None)
+        groups.append(doc_id)
 
     for i, doc in enumerate(documents):
         if isinstance(doc, LCDocument):
             if splitter is None:
-                push(doc.page_content, doc.metadata, doc.id, "documents")
+                push(
+                    doc.page_content,
+                    doc.metadata,
+                    doc.id,
+                    document_of(doc.metadata, document_key, None),
+                )
             else:
-                doc_id = doc.id or f"document-{i}"
+                own = doc.id or "doc-" + derived_chunk_ids([doc.page_content], [None])[0][2:]
+                doc_id = document_of(doc.metadata, document_key, own)
                 for piece in split_text(splitter, doc.page_content):
                     push(piece, doc.metadata, None, doc_id)
         elif isinstance(doc, BaseNode):
-            source = doc.ref_doc_id or doc.node_id
+            source = doc.ref_doc_id or document_of(doc.metadata, document_key, None)
             if splitter is None:
                 push(doc.get_content(), doc.metadata, doc.node_id, source)
             elif hasattr(splitter, "get_nodes_from_documents"):
                 for node in splitter.get_nodes_from_documents([doc]):
-                    push(node.get_content(), node.metadata, node.node_id, source)
+                    push(node.get_content(), node.metadata, node.node_id, source or doc.node_id)
             else:
                 for piece in split_text(splitter, doc.get_content()):
-                    push(piece, doc.metadata, None, source)
+                    push(piece, doc.metadata, None, source or doc.node_id)
         else:
             raise QRAGError(
                 f"documents must be LangChain Documents or LlamaIndex nodes; item {i} is {type(doc).__name__}"
             )
-    if any(ids):
-        rows.ids = [x or f"chunk-{os.urandom(8).hex()}" for x in ids]
+    rows.given_ids = any(ids)
+    derived = derived_chunk_ids(rows.texts, groups, rows.metadatas)
+    rows.ids = [given or made for given, made in zip(ids, derived)]
+    # a chunk without a document is its own document
+    rows.doc_ids = [doc or chunk_id for doc, chunk_id in zip(groups, rows.ids)]
     return rows
 
 

@@ -12,7 +12,7 @@ framework objects and chunks in :mod:`~qrag_integrations.frameworks.conversion`,
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from langchain_core.documents import Document as LCDocument
@@ -21,7 +21,7 @@ from llama_index.core.schema import BaseNode
 from pydantic import ConfigDict, Field, PrivateAttr
 
 from qrag_integrations.core import validation
-from qrag_integrations.core.chunks import MetadataFilter
+from qrag_integrations.core.chunks import MetadataFilter, derived_chunk_ids
 from qrag_integrations.core.corpus import Corpus, IndexCorpus
 from qrag_integrations.core.defaults import default_checkpoint
 from qrag_integrations.core.errors import IndexMismatchError, QRAGError
@@ -38,7 +38,12 @@ from qrag_integrations.frameworks.constructors import (
     RetrieverConstructors,
     check_store_options,
 )
-from qrag_integrations.frameworks.conversion import chunk_to_langchain, documents_to_chunks
+from qrag_integrations.frameworks.conversion import (
+    DOCUMENT_KEY,
+    chunk_to_langchain,
+    document_of,
+    documents_to_chunks,
+)
 from qrag_integrations.frameworks.retriever_bases import LangChainFace, LlamaIndexFace
 from qrag_integrations.stores.corpus import StoreCorpus, open_store
 from qrag_integrations.stores.search import StoreStats
@@ -94,6 +99,9 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
     """Device of the model and embeddings: ``"cpu"``, ``"cuda"``, ``"cuda:1"``..."""
     index_dtype: str = "float32"
     """Storage dtype of chunk embeddings: ``float32``, ``float16`` or ``bfloat16`` (half the memory)."""
+    document_key: str | None = DOCUMENT_KEY
+    """Metadata key naming a chunk's document (``None``: none); chunks with no document are each
+    their own."""
     batch_size: int = Field(default=64, ge=1)
     """Chunks per encoder batch when embedding."""
     show_progress: bool = False
@@ -155,7 +163,7 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
         """Build a retriever; prefer the ``from_*`` constructors.
 
         Args:
-            texts: optional chunk texts to index right away (each its own document).
+            texts: optional chunk texts to index right away (as :meth:`add_texts`).
             metadatas: metadata per text.
             ids: ids per text.
             model: an already loaded model (else loaded from ``checkpoint``).
@@ -268,9 +276,29 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
         ids: Sequence[str] | None = None,
         doc_id: str | None = None,
     ) -> list[str]:
-        """Embed and add chunks; only these chunks are embedded. Returns their ids."""
+        """Embed and add chunks; only these chunks are embedded. Returns their ids.
+
+        Args:
+            texts: chunk texts.
+            metadatas: metadata per text.
+            ids: ids per text (default: derived from document, text and metadata, so adding the
+                same chunk again replaces it).
+            doc_id: the document all these texts form, in this order (a story, a log). Without
+                it a text's document is ``metadata[document_key]`` where set, else the text is its
+                own document; documents are ordered by id, so the order texts come in never
+                changes a pick.
+        """
         texts = validation.check_texts(texts)
-        return self._add(texts, metadatas, ids, [doc_id or "texts"] * len(texts))
+        metas = metadatas if metadatas is not None and len(metadatas) == len(texts) else None
+        # (a wrong length is refused with the other checks of the add)
+        if metas is not None and all(isinstance(m, Mapping) or m is None for m in metas):
+            groups = [doc_id or document_of(m or {}, self.document_key, None) for m in metas]
+        else:
+            groups = [doc_id] * len(texts)
+        made = derived_chunk_ids(texts, groups, metas)
+        chunk_ids = made if ids is None else validation.as_ids(ids)
+        doc_ids = [g or c for g, c in zip(groups, chunk_ids)]  # else its own document
+        return self._add(texts, metadatas, chunk_ids, doc_ids, replace=ids is None)
 
     def add_documents(
         self,
@@ -282,12 +310,16 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
     ) -> list[str]:
         """Embed and add LangChain Documents or LlamaIndex Documents / nodes.
 
-        Without a splitter each LangChain document becomes one chunk of a shared document (in
-        the given order), and each LlamaIndex node one chunk of its source document.
+        Without a splitter each LangChain document becomes one chunk of the document its
+        ``metadata[document_key]`` names, else its own document; each LlamaIndex node one chunk
+        of its source document (``ref_doc_id``). With one, each document's pieces are chunks of
+        that document (its ``metadata[document_key]``, else its id), in order. Documents are
+        ordered by id, so the order documents come in never changes a pick.
 
         Args:
             documents: the documents.
-            ids: chunk ids (only without a splitter; default: the documents' ids or random).
+            ids: chunk ids (only without a splitter; default: the documents' ids, else derived
+                from document, text and metadata, so adding the same chunk again replaces it).
             text_splitter: LangChain ``TextSplitter`` or LlamaIndex ``NodeParser``.
             as_chunks: treat each document as one chunk even if a splitter is set.
             **kwargs: none is taken (a LangChain ``VectorStore``-style signature): any name raises
@@ -299,14 +331,17 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
         check_options(
             kwargs, ("ids", "text_splitter", "as_chunks"), f"{type(self).__name__}.add_documents"
         )
-        rows = documents_to_chunks(list(documents), None if as_chunks else text_splitter)
+        rows = documents_to_chunks(
+            documents, None if as_chunks else text_splitter, self.document_key
+        )
+        given = rows.given_ids
         if ids is not None:
             if text_splitter is not None and not as_chunks:
                 raise QRAGError(
                     "ids= cannot be combined with a text splitter (chunk count unknown)"
                 )
-            rows.ids = validation.as_ids(ids)
-        return self._add(rows.texts, rows.metadatas, rows.ids, rows.doc_ids)
+            rows.ids, given = validation.as_ids(ids), True
+        return self._add(rows.texts, rows.metadatas, rows.ids, rows.doc_ids, replace=not given)
 
     def insert_nodes(self, nodes: Sequence[BaseNode]) -> list[str]:
         """LlamaIndex-style alias of :meth:`add_documents` for nodes."""
@@ -330,8 +365,11 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
         metas: Sequence[dict[str, Any]] | None,
         ids: Sequence[str] | None,
         doc_ids: list[str],
+        replace: bool = False,
     ) -> list[str]:
-        return self._corpus.add(texts, metas, ids, doc_ids, self.batch_size, self.show_progress)
+        return self._corpus.add(
+            texts, metas, ids, doc_ids, self.batch_size, self.show_progress, replace=replace
+        )
 
     # -- searching ------------------------------------------------------------------------------
     def search(

@@ -106,7 +106,10 @@ class StoreCorpus:
         doc_ids: list[str],
         batch_size: int,
         show_progress: bool,
+        replace: bool = False,
     ) -> list[str]:
+        # ``replace`` is not taken: the ingest refuses ids already in the store, whose document
+        # order it could not re-plan without a second write
         return ingest(
             self.source, self.model, texts, metadatas, ids, doc_ids, batch_size=batch_size
         )

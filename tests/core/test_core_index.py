@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 
 import numpy as np
@@ -57,11 +58,11 @@ def test_explicit_orders_sort_into_place() -> None:
     e = emb(3, 5)
     index.add(["s2", "s0", "s1"], e, ids=["s2", "s0", "s1"], doc_ids=["D"] * 3, orders=[2, 0, 1])
     late = emb(1, 6)
-    index.add(["s1.5"], late, ids=["mid"], doc_ids=["D"], orders=[1])  # ties keep insertion order
+    index.add(["s1.5"], late, ids=["mid"], doc_ids=["D"], orders=[1])  # ties: by chunk id
     index.add(["s-1"], emb(1, 7), ids=["first"], doc_ids=["D"], orders=[-1])
-    assert index.ids == ["first", "s0", "s1", "mid", "s2"]
+    assert index.ids == ["first", "s0", "mid", "s1", "s2"]
     assert torch.equal(index.snapshot().embeddings[1], e[1])
-    assert torch.equal(index.snapshot().embeddings[3], late[0])
+    assert torch.equal(index.snapshot().embeddings[2], late[0])
 
 
 def test_default_ids_and_docs() -> None:
@@ -70,9 +71,10 @@ def test_default_ids_and_docs() -> None:
     ids2 = index.add(["z"], emb(1, 2))
     assert len(set(ids1 + ids2)) == 3 and all(len(i) == 32 for i in ids1 + ids2)
     chunks = index.snapshot().chunks
-    assert chunks[0].doc_id == chunks[1].doc_id != chunks[2].doc_id  # one new document per call
-    assert [c.order for c in chunks] == [0, 1, 0]
-    assert index.ids == ids1 + ids2
+    by_id = {c.id: c for c in chunks}
+    assert by_id[ids1[0]].doc_id == by_id[ids1[1]].doc_id != by_id[ids2[0]].doc_id  # one per call
+    assert sorted(c.order for c in chunks) == [0, 0, 1]
+    assert set(index.ids) == set(ids1 + ids2)
     assert index.add(["n"], emb(1, 3), ids=[7]) == ["7"]  # ids become strings
 
 
@@ -156,7 +158,7 @@ def build_meta_index(dtype: torch.dtype = torch.float32) -> tuple[ChunkIndex, to
         e,
         metadatas=META,
         ids=["i0", "i1", "i2", "i3"],
-        doc_ids=["d1", "d1", "d0", "d0"],
+        doc_ids=["d0", "d0", "d1", "d1"],
     )
     return index, e
 
@@ -177,8 +179,8 @@ def test_save_load_round_trip(tmp_path: Path, dtype: torch.dtype) -> None:
     )  # bit-exact
     manifest = ChunkIndex.read_manifest(tmp_path / "idx")
     assert manifest["size"] == 4 and manifest["model"] == "tiny" and manifest["embedding_dim"] == D
-    # document ranks survive: a new chunk of d1 (the first document) sorts before d0's chunks
-    loaded.add(["t-late"], emb(1, 12), ids=["late"], doc_ids=["d1"])
+    # a new chunk of d0 (the first document) sorts before d1's chunks
+    loaded.add(["t-late"], emb(1, 12), ids=["late"], doc_ids=["d0"])
     assert loaded.ids == ["i0", "i1", "late", "i2", "i3"]
 
 
@@ -313,3 +315,27 @@ def test_metadata_is_copied_on_add() -> None:
 def test_nbytes() -> None:
     index, _ = build_meta_index(torch.float16)
     assert index.nbytes() == 4 * D * 2 + 16 * 4
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_document_order_does_not_depend_on_arrival(seed: int) -> None:
+    """Documents sit in natural order of their ids ("d2" before "d10"), chunks by order, however
+    the documents (and the calls) arrive."""
+    docs = {f"d{i}": [f"d{i}-{j}" for j in range(1 + i % 3)] for i in (1, 2, 10, 3)}
+    calls = [(d, ids) for d, ids in docs.items()]
+    random.Random(seed).shuffle(calls)
+    index = ChunkIndex(D)
+    for d, ids in calls:
+        index.add(ids, emb(len(ids), int(d[1:])), ids=ids, doc_ids=[d] * len(ids))
+    assert index.ids == [i for d in ("d1", "d2", "d3", "d10") for i in docs[d]]
+
+
+def test_add_with_replace_swaps_chunks_with_known_ids() -> None:
+    index, given = build_two_docs()
+    with pytest.raises(QRAGError, match="already in the index"):
+        index.add(["b0 again"], emb(1, 9), ids=["b0"], doc_ids=["B"])
+    again = emb(1, 9)
+    index.add(["b0 again"], again, ids=["b0"], doc_ids=["B"], replace=True)
+    assert len(index) == 6 and index.get(["b0"])[0].text == "b0 again"
+    given["b0"] = again[0]
+    check_rows(index, given)

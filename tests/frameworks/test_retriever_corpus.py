@@ -82,7 +82,8 @@ def test_add_documents_embeds_only_new_chunks_and_matches_building_at_once(
     assert calls == [TEXTS[4:7], TEXTS[7:]]
     once = QRAGRetriever.from_documents(docs, checkpoint=str(tiny_bert_dir), k=4)
     assert_equivalent(r, once)
-    assert [c.order for c in r.index.snapshot().chunks] == list(range(len(TEXTS)))
+    # no metadata["source"]: each document is its own
+    assert all(c.order == 0 and c.doc_id == c.id for c in r.index.snapshot().chunks)
     assert r.get_by_ids(["c9"])[0].metadata == {"n": 9}
 
 
@@ -169,6 +170,34 @@ def test_default_ids_are_unique_strings(make):
     r = make()
     ids = r.add_texts(TEXTS)
     assert len(set(ids)) == len(TEXTS) and all(isinstance(i, str) and i for i in ids)
-    assert r.index.ids == ids
+    assert sorted(r.index.ids) == sorted(ids)
     assert r.add_texts([]) == []
     assert len(r) == len(TEXTS)
+
+
+def test_default_ids_are_stable_and_adding_again_replaces(make):
+    """Ids derive from the chunk (text, metadata, document): the same in any order of arrival
+    and in another retriever; adding the same chunks again replaces them, never duplicates."""
+    first = make().add_texts(TEXTS, metadatas=METAS)
+    r = make()
+    shuffled = r.add_texts(TEXTS[::-1], metadatas=METAS[::-1])
+    assert shuffled == first[::-1]
+    assert r.add_texts(TEXTS[:3], metadatas=METAS[:3]) == first[:3]
+    assert len(r) == len(TEXTS)
+    twice = r.add_texts(["same", "same"])  # repeats in one call still get two ids
+    assert len(set(twice)) == 2 and len(r) == len(TEXTS) + 2
+
+
+def test_source_metadata_groups_chunks_into_documents(make):
+    """``metadata["source"]`` (or ``doc_id=``) names a chunk's document; its chunks keep their
+    order, the documents' order of arrival does not matter."""
+    metas = [{"source": "b" if i % 2 else "a"} for i in range(len(TEXTS))]
+    r = make()
+    r.add_texts(TEXTS, metadatas=metas)
+    chunks = r.index.snapshot().chunks
+    assert [c.doc_id for c in chunks] == ["a"] * ((len(TEXTS) + 1) // 2) + ["b"] * (len(TEXTS) // 2)
+    assert [c.text for c in chunks if c.doc_id == "a"] == TEXTS[0::2]
+    one = make()
+    one.add_texts(TEXTS, doc_id="story")
+    assert {c.doc_id for c in one.index.snapshot().chunks} == {"story"}
+    assert [c.text for c in one.index.snapshot().chunks] == TEXTS

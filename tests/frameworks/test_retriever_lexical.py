@@ -57,7 +57,8 @@ def test_supersede_reaches_the_core_search(make_model) -> None:
     model = with_config(make_model("none"), supersede_margin=1e6, supersede_similarity=-1)
     results = {}
     for flag in (None, False):
-        retriever = QRAGRetriever(model=model, texts=TEXTS, k=3, supersede=flag)
+        retriever = QRAGRetriever(model=model, k=3, supersede=flag)
+        retriever.add_texts(TEXTS, doc_id="one")  # restatements supersede within a document
         core = MultiStepSearcher(model, retriever.index, SearchSettings(supersede=flag))
         results[flag] = [ids_of(retriever.invoke(q)) for q in QUERIES]
         assert results[flag] == [[h.chunk.id for h in hits] for hits in core.search(QUERIES, k=3)]

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from retriever_corpus import BABI_TEXTS, build_retriever, chunk_ids
 
 from qrag_integrations import QRAGError, QRAGRetriever
+from qrag_integrations.core.chunks import document_sort_key
 
 ALLOWED = (QRAGError, TypeError, ValueError)
 PROPERTY = settings(
@@ -184,9 +185,11 @@ def check_add(retriever: QRAGRetriever, folder: Path, texts: Any, metadatas: Any
         return
     try:
         ids = retriever.index.ids
-        assert (
-            ids[len(ids) - len(added) :] == added
-        )  # not ids[-len(added):]: all of them when none was added
+        assert set(added) <= set(ids)  # placed by document id, not appended
+        keys = [
+            (document_sort_key(c.doc_id), c.order, c.id) for c in retriever.index.snapshot().chunks
+        ]
+        assert keys == sorted(keys)
         saved, _ = works_or_refuses(lambda: retriever.save(folder))
         if saved:
             loaded = QRAGRetriever.load(folder)
