@@ -112,11 +112,10 @@ class LangChainMemorySource:
 
     def layout(self, filter: Any) -> SortedKeys:
         """Document order of the matching chunks."""
+        records = self._records(filter)
         return SortedKeys(
-            [
-                (int(r["metadata"][KEY_DOC_RANK]), int(r["metadata"][KEY_ORDER]))
-                for r in self._records(filter)
-            ]
+            [(int(r["metadata"][KEY_DOC_RANK]), int(r["metadata"][KEY_ORDER])) for r in records],
+            [r["metadata"][KEY_DOC_ID] for r in records],
         )
 
     def candidates(self, vector: np.ndarray, k: int, filter: Any) -> StoreCandidates:
@@ -245,7 +244,8 @@ class LlamaIndexSimpleSource:
 
     def layout(self, filter: Any) -> SortedKeys:
         """Document order of the matching chunks."""
-        return SortedKeys([self._chunk(i)[1] for i in self._matching(filter)])
+        rows = [self._chunk(i) for i in self._matching(filter)]
+        return SortedKeys([key for _, key in rows], [chunk.doc_id for chunk, _ in rows])
 
     def candidates(self, vector: np.ndarray, k: int, filter: Any) -> StoreCandidates:
         """The store's ``k`` nearest matching chunks (its cosine similarity)."""

@@ -258,13 +258,17 @@ class QdrantSource:
         cached = self._layouts.get(key)
         if cached is not None and cached[0] == stamp and cached[1].n == n:
             return cached[1]
-        points = self._scroll(native, [metadata_field(KEY_DOC_RANK), metadata_field(KEY_ORDER)])
+        fields = [metadata_field(k) for k in (KEY_DOC_RANK, KEY_ORDER, KEY_DOC_ID)]
+        points = self._scroll(native, fields)
         meta = [(p.payload or {}).get(METADATA) or {} for p in points]
-        if any(KEY_DOC_RANK not in m or KEY_ORDER not in m for m in meta):
+        if any(KEY_DOC_RANK not in m or KEY_ORDER not in m or KEY_DOC_ID not in m for m in meta):
             raise IndexMismatchError(
                 f"{self._where} holds points without Q-RAG order fields (written outside the Q-RAG ingest)"
             )
-        layout = SortedKeys([(int(m[KEY_DOC_RANK]), int(m[KEY_ORDER])) for m in meta])
+        layout = SortedKeys(
+            [(int(m[KEY_DOC_RANK]), int(m[KEY_ORDER])) for m in meta],
+            [m[KEY_DOC_ID] for m in meta],
+        )
         if len(self._layouts) >= _CACHED_LAYOUTS:
             self._layouts.pop(next(iter(self._layouts)))
         self._layouts[key] = (stamp, layout)

@@ -19,7 +19,7 @@ import numpy as np
 
 from qrag_integrations.core import validation
 from qrag_integrations.core.checkpoint import chunk_encoder_fingerprint
-from qrag_integrations.core.chunks import Chunk
+from qrag_integrations.core.chunks import Chunk, document_sort_key
 from qrag_integrations.core.errors import IndexMismatchError, QRAGError
 from qrag_integrations.core.model import QRAGModel
 from qrag_integrations.core.positions import layout_positions
@@ -232,10 +232,30 @@ def check_dim(dim: int, expected: int, where: str) -> None:
 class SortedKeys:
     """A :class:`~qrag_integrations.stores.search.StoreLayout` from all the matching chunks' keys."""
 
-    def __init__(self, keys: Sequence[tuple[int, int]] | np.ndarray) -> None:
-        """Sort ``keys`` ``(doc_rank, order)`` of every chunk the search covers."""
+    def __init__(
+        self, keys: Sequence[tuple[int, int]] | np.ndarray, doc_ids: Sequence[str] | None = None
+    ) -> None:
+        """Sort ``keys`` ``(doc_rank, order)`` of every chunk the search covers; with their
+        ``doc_ids``, documents are ranked by id (natural order) as an in-memory index ranks them,
+        not by the stored rank (the order they were first written)."""
         arr = np.asarray(keys, dtype=np.int64).reshape(-1, 2)
+        self._stored = self._ranked = np.zeros(0, dtype=np.int64)
+        if doc_ids is not None and len(arr):
+            pairs = dict(zip(arr[:, 0].tolist(), map(str, doc_ids)))
+            by_id = sorted(pairs, key=lambda r: (document_sort_key(pairs[r]), r))
+            self._stored = np.array(sorted(pairs), dtype=np.int64)
+            rank_of = {r: i for i, r in enumerate(by_id)}
+            self._ranked = np.array([rank_of[r] for r in self._stored.tolist()], dtype=np.int64)
+            arr = self._by_id(arr)
         self.keys = arr[np.lexsort((arr[:, 1], arr[:, 0]))]
+
+    def _by_id(self, keys: np.ndarray) -> np.ndarray:
+        """``keys`` with each stored document rank replaced by its rank by id (when known)."""
+        if not len(self._stored):
+            return keys
+        out = keys.copy()
+        out[:, 0] = self._ranked[np.searchsorted(self._stored, keys[:, 0])]
+        return out
 
     @property
     def n(self) -> int:
@@ -247,6 +267,7 @@ class SortedKeys:
         keys = np.asarray(keys, dtype=np.int64).reshape(-1, 2)
         if self.n == 0 or len(keys) == 0:
             return np.zeros(len(keys), dtype=np.int64)
+        keys = self._by_id(keys)
         width = np.int64(max(int(self.keys[:, 1].max()), int(keys[:, 1].max())) + 1)
         flat = self.keys[:, 0] * width + self.keys[:, 1]
         return np.searchsorted(flat, keys[:, 0] * width + keys[:, 1], side="left").astype(np.int64)

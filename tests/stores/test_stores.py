@@ -46,7 +46,9 @@ WORDS = [
 TEXTS = [
     " ".join(WORDS[(3 * i + j) % len(WORDS)] for j in range(2 + i % 4)) + f" {i}" for i in range(14)
 ]
-DOCS = ["story"] * 6 + ["notes"] * 4 + ["story"] * 2 + ["extra"] * 2  # "story" continues later
+# "story" continues later; ids sort as the documents are first written, so that a Qdrant count
+# layout (which ranks documents as first written) lays them out as the others (by id)
+DOCS = ["1-story"] * 6 + ["2-notes"] * 4 + ["1-story"] * 2 + ["3-extra"] * 2
 METAS = [{"kind": "even" if i % 2 == 0 else "odd", "i": i} for i in range(14)]
 IDS = [f"c{i}" for i in range(14)]
 QUESTIONS = ["where is the apple", "what did mary give to john before going to the garden"]
@@ -90,7 +92,7 @@ def open_source(kind: str, model: QRAGModel, name: str = "facts"):
 
 
 def fill(source, model: QRAGModel) -> None:
-    """Two ingest calls; the second continues document "story"."""
+    """Two ingest calls; the second continues document "1-story"."""
     ingest(source, model, TEXTS[:10], METAS[:10], IDS[:10], DOCS[:10], batch_size=4)
     ingest(source, model, TEXTS[10:], METAS[10:], IDS[10:], DOCS[10:])
 
@@ -125,7 +127,7 @@ def test_ingest_then_search_equals_exact_in_memory_search(model: QRAGModel, kind
     fill(source, model)
     assert source.count() == 14
     index = exact_index(model)
-    layout = source.layout(None)  # documents ranked as first written; "story" continued at order 6
+    layout = source.layout(None)  # documents ranked by id; "1-story" continued at order 6
     keys = np.array([[0, o] for o in range(8)] + [[1, o] for o in range(4)] + [[2, 0], [2, 1]])
     assert layout.n == 14 and layout.ranks(keys).tolist() == list(range(14))
     searcher = StoreSearcher(model, source, candidates_per_step=14, check_exact=True)
@@ -134,6 +136,31 @@ def test_ingest_then_search_equals_exact_in_memory_search(model: QRAGModel, kind
     )
     assert searcher.stats.exact_rate == 1.0
     assert [c.id for c in source.get(["c3", "nope", "c11"])] == ["c3", "c11"]
+
+
+@pytest.mark.parametrize("kind", ["qdrant", "langchain", "llama_index"])
+def test_documents_written_in_another_order_search_as_in_memory(
+    model: QRAGModel, kind: str
+) -> None:
+    """Documents written last-first (each in one call, its chunks in order) are ranked by id on
+    the store as in memory: the same picks as the in-memory index however they arrived."""
+    source = open_source(kind, model)
+    rows = list(range(len(TEXTS)))
+    for doc in dict.fromkeys(reversed(DOCS)):
+        mine = [r for r in rows if DOCS[r] == doc]
+        ingest(
+            source,
+            model,
+            [TEXTS[r] for r in mine],
+            [METAS[r] for r in mine],
+            [IDS[r] for r in mine],
+            [doc] * len(mine),
+        )
+    searcher = StoreSearcher(model, source, candidates_per_step=14, check_exact=True)
+    assert_same(
+        searcher.search(QUESTIONS, k=6),
+        MultiStepSearcher(model, exact_index(model)).search(QUESTIONS, k=6),
+    )
 
 
 @pytest.fixture(scope="module", params=[PositionMode.DOCUMENT, PositionMode.DOCUMENT_RELATIVE])
@@ -278,7 +305,7 @@ def test_qdrant_document_order_is_reused_until_the_collection_changes(model: QRA
     fill(source, model)
     first = source.layout({"kind": "odd"})
     assert source.layout({"kind": "odd"}) is first and source.layout(None) is not first
-    ingest(source, model, ["mary went to the office"], [{"kind": "odd"}], ["late"], ["notes"])
+    ingest(source, model, ["mary went to the office"], [{"kind": "odd"}], ["late"], ["2-notes"])
     grown = source.layout({"kind": "odd"})
     assert grown is not first and grown.n == first.n + 1
     # odd chunks: story (0, 1/3/5/7), notes (1, 1/3), then the new notes chunk (1, 4), extra (2, 1)
