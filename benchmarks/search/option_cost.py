@@ -6,8 +6,8 @@ their ratio, and how many picks differ.
 
 - ``--option supersede`` (``SearchSettings(supersede=True)`` against ``False``): each step's one
   exact scan keeps Q's 32 best (``supersede.pools``), its pick and the chunks the rule may take
-  instead (until session 46 each pick sharing a term with the state paid one more exact scan;
-  the queries are corpus lines, so most picks share terms).
+  instead (before commit c0ff1b9, 2026-11-27, each pick sharing a term with the state paid one
+  more exact scan; the queries are corpus lines, so most picks share terms).
 - ``--option lexical_gap`` (``SearchSettings(lexical_gap=GAP)`` against ``0``): later steps where
   Q's two best lie within the gap fuse BM25 of the question terms no pick names (BM25 scores of
   the question and of those terms, and the head of the question's ranking among the chunks that

@@ -1,7 +1,7 @@
 """What the longer default token budgets cost: 64 (the old default) vs 128 vs 256 tokens.
 
 On real HotpotQA paragraphs (validation slice; median 112 MiniLM tokens, so 64 cuts most of
-them), with the untrained default model, measured side by side in one run:
+them), with the untrained MiniLM, measured side by side in one run:
 
 * index build: seconds per paragraph for ``embed_chunks`` at each chunk budget;
 * one question's 3-step search over a pooled index of those paragraphs (state encodings at each

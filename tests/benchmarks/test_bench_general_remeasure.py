@@ -64,7 +64,7 @@ def test_an_output_already_there_is_never_replaced(tmp_path, monkeypatch) -> Non
 def test_recorded_commands_read_back_word_for_word() -> None:
     words = ["--ruler", "", "--model", "a=b:x=1", "--note", "two words"]
     assert command_words(command_line(words))[-6:] == words
-    old = "python -m benchmarks.babilong.run --ruler  --threads 2"  # unquoted, before session 55
+    old = "python -m benchmarks.babilong.run --ruler  --threads 2"  # unquoted, before b2054cb
     assert command_words(old)[-4:] == ["--ruler", "", "--threads", "2"]
     with pytest.raises(ValueError, match="no --out"):
         remeasure.rerun_of(summary.SOURCES[0], "python -m x --seed 1", "m", 2)

@@ -6,7 +6,8 @@
         --val benchmarks/general/results/general_gpu_lexsteps_val.json \\
         --val benchmarks/general/results/general_qweight_val.json \\
         --val-name cur,gen64,gen64lex,gen64lex1,general,general_w1 --shipped-val-name general_w1 \\
-        --question-weight 1 --test benchmarks/general/results/general_test3.json --test-name general
+        --question-weight 1 --test-name default \\
+        --test benchmarks/general/results/general_test10.json
 
 The card's tables are made from the benchmark results by ``benchmarks.general.report`` (no number
 typed by hand): the validation files that chose the run (method ``--val-name``) and, once it
