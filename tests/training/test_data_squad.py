@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
+from qrag_training.data import squad
 from qrag_training.data.squad import VALIDATION_ARTICLES, load_squad_ood, read_articles
 
 
@@ -87,3 +89,23 @@ def test_pooled_single_hop_episodes(squad_file: Path) -> None:
 def test_the_installed_file_gives_validation_articles_only() -> None:
     titles = [a["title"] for a in read_articles(VALIDATION_ARTICLES)]
     assert len(titles) == 18 and titles[0] == "Normans" and titles[-1] == "Civil_disobedience"
+
+
+def test_not_one_byte_past_the_asked_articles_is_read(
+    squad_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reserved articles are never read, not even as bytes: reading stops at the closing
+    brace of the last asked article."""
+    read: list[bytes] = []
+    real = os.read
+
+    def spy(fd: int, n: int) -> bytes:
+        read.append(real(fd, n))
+        return read[-1]
+
+    monkeypatch.setattr(squad.os, "read", spy)
+    assert len(read_articles(3, squad_file)) == 3
+    got = b"".join(read)
+    assert got.endswith(b"}") and b"this is not json" not in got
+    assert squad_file.read_bytes().startswith(got)
+    assert squad_file.read_bytes()[len(got) :].startswith(b", {this is not json")
