@@ -13,7 +13,7 @@ the same model (measured at start-up on real sentences), because embedding 400K 
     python -m benchmarks.search.run --sizes 1000,10000 --queries 10
     python -m benchmarks.search.run --checkpoint packaged:qrag-general-minilm   # its own BM25 fusion
 
-Writes ``benchmarks/results/search.json`` and ``benchmarks/results/search_latency.png``.
+Writes ``benchmarks/search/results/search.json`` and ``search_latency.png`` beside it.
 The measurements are in ``search/modes.py`` (one function per mode), the synthetic corpus in
 ``search/corpus.py``, the ``/proc`` readings in ``harness/proc_stats.py``, the tables and the plot in
 ``search/report.py``.
