@@ -6,6 +6,7 @@
 ``RUN_DIR`` is what ``qrag-train`` wrote (``best/``, ``last/``, ``metrics.jsonl``, perhaps
 ``report.md``) or a checkpoint this command exported before (its record travels in
 ``qrag_config.json``, so a checkpoint exported on one machine can be exported again on another).
+``RUN_DIR`` may also name a shipped checkpoint (``packaged:qrag-general-minilm``).
 ``OUT_DIR`` receives an ordinary checkpoint folder: the trained weights (a partial checkpoint's in
 fp16 unless ``--dtype`` says otherwise) and a ``README.md`` built from nothing but the record:
 
@@ -49,6 +50,7 @@ from qrag_integrations.core.checkpoint import (
     save_pretrained,
 )
 from qrag_integrations.core.config import QRAGConfig
+from qrag_integrations.core.defaults import resolve_packaged_checkpoint
 from qrag_integrations.core.loading import load_model
 from qrag_integrations.core.model import QRAGModel
 from qrag_training.run_folder import BEST_DIR, LAST_DIR, METRICS_FILE, REPORT_MD
@@ -128,6 +130,7 @@ def card_section(card: str, heading: str) -> str:
 def read_record(src: Path, chosen: str = BEST_DIR) -> tuple[Path, dict[str, Any], str]:
     """The checkpoint folder to export, the run's record (``QRAGConfig.extra`` with the run's
     name and, from a run folder, its ``validation`` history) and its end-of-run report."""
+    src = Path(resolve_packaged_checkpoint(str(src)))  # a packaged checkpoint's name: its folder
     if (src / CONFIG_FILE).is_file():  # an exported checkpoint: its record is in its config
         extra = dict(read_manifest(src)["config"].get("extra") or {})
         extra.setdefault("run", src.name)
@@ -413,6 +416,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     size = sum(f.stat().st_size for f in out.rglob("*") if f.is_file())
     print(f"wrote {out} ({size / 2**20:.1f} MiB; card {out / CARD_FILE})")
+    base = read_manifest(out)["config"]["base_model"]
+    if _is_machine_path("base_model", base):
+        print(f"note: it loads over {base}, a folder of this machine (--base-model names another)")
 
 
 if __name__ == "__main__":

