@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import torch
@@ -23,11 +23,8 @@ from qrag_integrations.core.positions import (
     picked_documents,
     rotate_as,
 )
-from qrag_integrations.core.scan import BuiltFor
-
-if TYPE_CHECKING:
-    from qrag_integrations.core.search import MultiStepSearcher
-
+from qrag_integrations.core.scan import Scored
+from qrag_integrations.core.snapshot_cache import BuiltFor
 
 #: Rows rotated at a time when a snapshot is rotated for document positions.
 ROTATION_BLOCK = 16384
@@ -119,15 +116,6 @@ def all_in_memory(candidates: Sequence[object]) -> bool:
     return all(isinstance(c, IndexCandidates) for c in candidates)
 
 
-def own_settings_apply(searcher: MultiStepSearcher, candidates: Sequence[object]) -> bool:
-    """Whether a model's own search-time extras (BM25 fusion, superseding) apply: in-memory
-    candidates and exact steps (no compact scan but one that scans a lone question exactly, no
-    FAISS pre-selection: those are there to avoid the exact scans the extras make)."""
-    compact = searcher._compact
-    exact = (compact is None or compact.exact_alone) and searcher.settings.faiss_candidates is None
-    return exact and all_in_memory(candidates)
-
-
 class CandidateSet(Protocol):
     """The chunks one question searches, as the search loop sees them: how many there are, the
     chunk at a document-order rank, and the best unpicked one for a state."""
@@ -139,11 +127,11 @@ class CandidateSet(Protocol):
     def chunk(self, rank: int) -> Chunk:
         """The chunk at this document-order rank (at least every picked one)."""
 
-    def best(
-        self, searcher: MultiStepSearcher, state: torch.Tensor, picked: list[int]
-    ) -> tuple[int, float, int] | None:
+    def best(self, searcher: Any, state: torch.Tensor, picked: list[int]) -> Scored | None:
         """``(rank, Q-value, position)`` of the pick for ``state`` given the ranks ``picked``;
-        ``None`` when no chunk the question may get is left (its search ends)."""
+        ``None`` when no chunk the question may get is left (its search ends). ``searcher`` is
+        the :class:`~qrag_integrations.core.search.MultiStepSearcher` asking (a set that scores
+        its own chunks needs nothing of it)."""
 
 
 @dataclass(frozen=True)
@@ -230,8 +218,7 @@ class IndexCandidates:
             return searched
         return int(self.fixed[rank]) + searched
 
-    def best(
-        self, searcher: MultiStepSearcher, state: torch.Tensor, picked: list[int]
-    ) -> tuple[int, float, int]:
-        """The exact arg-max ``(rank, Q, position)`` over every unpicked candidate."""
-        return searcher._best_one(self, state, picked)
+    def best(self, searcher: Any, state: torch.Tensor, picked: list[int]) -> Scored:
+        """The exact arg-max ``(rank, Q, position)`` over every unpicked candidate (the
+        searcher's :attr:`~qrag_integrations.core.search.MultiStepSearcher.exact` scan)."""
+        return searcher.exact.best_one(self, state, picked)

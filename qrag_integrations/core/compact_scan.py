@@ -27,7 +27,8 @@ import numpy as np
 import torch
 
 from qrag_integrations.core.errors import QRAGError
-from qrag_integrations.core.scan import BuiltFor, faiss_threads_for
+from qrag_integrations.core.scan import Scored, faiss_threads_for
+from qrag_integrations.core.snapshot_cache import BuiltFor
 
 EXACT, INT8, BINARY, BF16 = "exact", "int8", "binary", "bf16"
 #: The scan kinds: ``"exact"`` (float32, the default), ``"int8"``, ``"binary"`` and ``"bf16"``.
@@ -134,7 +135,7 @@ class CompactScanner:
 
 def rescore_best(
     emb: torch.Tensor, vec: torch.Tensor, rows: np.ndarray, taken: set[int], position: int
-) -> tuple[int, float, int] | None:
+) -> Scored | None:
     """The exact best ``(row, Q, position)`` among candidate ``rows`` (``-1`` = none) that are not
     ``taken``, scored in float32 against ``vec``; ``None`` when no candidate is left.
 
@@ -156,7 +157,7 @@ def best_compact(
     runs_of: Callable[[list[int]], list[tuple[int, int, int]]],
     rotated: Callable[[torch.Tensor, list[int]], torch.Tensor],
     rescore: int,
-) -> list[tuple[int, float, int]]:
+) -> list[Scored]:
     """Each question's pick: the compact scan's ``rescore`` best rows of every run of equal
     positions (besides the question's picks), re-scored exactly.
 
@@ -172,7 +173,7 @@ def best_compact(
     Returns:
         ``(row, Q, position)`` per question (``(-1, -inf, 0)`` when nothing is left).
     """
-    out: list[tuple[int, float, int]] = []
+    out: list[Scored] = []
     shared = [runs_of(p) for p in picked]
     if shared and all(r == shared[0] for r in shared) and len(shared[0]) == 1:
         # one run for every question (no positions, or no picks yet): one scan for the batch
@@ -185,7 +186,7 @@ def best_compact(
         return out
     for i, (taken, runs) in enumerate(zip(picked, shared)):
         vecs = rotated(states[i : i + 1], [p for _, _, p in runs])[:, 0]
-        best: tuple[int, float, int] = (-1, -np.inf, 0)
+        best: Scored = (-1, -np.inf, 0)
         for (lo, hi, p), vec in zip(runs, vecs):
             want = min(hi - lo, rescore + sum(lo <= t < hi for t in taken))
             rows = scanner.candidates(emb, vec[None], lo, hi, want)[0]

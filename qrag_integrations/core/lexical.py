@@ -16,8 +16,8 @@ a question term that no pick names yet (stop words never count:
 mostly a clear best by Q, which BM25 of the question (it does not name the bridge) would push
 down; a single-hop question whose answer was missed leaves Q near-flat, and there the question's
 words find it; once the picks name every question term, BM25 has nothing left to add (the
-third fact of "Where was the apple before the kitchen?" names neither word). Validation:
-``benchmarks/general/results/explore_confgate/``.
+third fact of "Where was the apple before the kitchen?" names neither word). The gap was chosen on
+validation splits (``docs/decisions.md``, 2026-11-28).
 
 BM25 comes from ``bm25s`` (English stop words; a dependency), one index per snapshot of
 the chunks, built on first use and rebuilt when the chunks change.
@@ -28,26 +28,18 @@ from __future__ import annotations
 import functools
 import itertools
 import logging
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
-import torch
 
+from qrag_integrations.core.candidates import IndexCandidates
 from qrag_integrations.core.errors import QRAGError, optional_import
-from qrag_integrations.core.scan import (
-    BuiltFor,
-    cpu_fp32,
-    inner_products_cpu,
-    score_at_positions,
-)
+from qrag_integrations.core.scan import Scored
+from qrag_integrations.core.snapshot_cache import BuiltFor
+from qrag_integrations.core.step import Step
 from qrag_integrations.core.stopwords import ENGLISH_STOP_WORDS
-
-if TYPE_CHECKING:
-    from qrag_integrations.core.candidates import IndexCandidates
-    from qrag_integrations.core.search import MultiStepSearcher
 
 #: The constant of reciprocal rank fusion (as in the RRF paper and LangChain's EnsembleRetriever).
 RRF_C = 60
@@ -165,66 +157,6 @@ def _head(scores: np.ndarray, hits: np.ndarray, limit: int | None) -> np.ndarray
     return rows[np.argsort(-scores[rows], kind="stable")][:limit]
 
 
-def top_by_q(
-    searcher: MultiStepSearcher,
-    cands: IndexCandidates,
-    state: torch.Tensor,
-    picked: list[int],
-    depth: int,
-) -> list[tuple[int, float, int]]:
-    """The ``depth`` best untaken ``(rank, Q, position)`` by exact Q, best first."""
-    n, emb = cands.n, cands.emb
-    runs = searcher._runs(cands, picked)
-    if runs is None:  # absolute positions: every chunk has its own
-        q, positions = score_at_positions(searcher.model, state, emb, np.arange(n), n, picked)
-        parts = [(torch.arange(n), q, torch.from_numpy(positions))]
-    else:
-        parts = []
-        rotated = searcher._rotated_states(state.float()[None], [p for _, _, p in runs])[:, 0]
-        for (lo, hi, p), rot in zip(runs, rotated):
-            if cpu_fp32(emb):  # torch's matrix-vector product reads at ~40% of the bandwidth
-                q = torch.from_numpy(inner_products_cpu(emb, lo, hi, rot))
-            else:
-                q = (emb[lo:hi].float() @ rot.to(emb.device)).cpu()
-            parts.append((torch.arange(lo, hi), q, torch.full((hi - lo,), p)))
-    ranks = torch.cat([r for r, _, _ in parts])
-    q = torch.cat([v.float().cpu() for _, v, _ in parts])
-    positions = torch.cat([p for _, _, p in parts])
-    if picked:
-        q[torch.isin(ranks, torch.tensor(picked))] = -torch.inf
-    top = torch.topk(q, min(depth, n - len(picked)))
-    # whole-tensor conversions: indexing element by element cost ~6 us per hit
-    rows, values = top.indices, top.values.tolist()
-    return [
-        (r, v, p)
-        for r, v, p in zip(ranks[rows].tolist(), values, positions[rows].tolist())
-        if v > -math.inf
-    ]
-
-
-def top_by_q_shared(
-    searcher: MultiStepSearcher,
-    cands: IndexCandidates,
-    states: torch.Tensor,
-    picked: list[list[int]],
-    depth: int,
-) -> list[list[tuple[int, float, int]]] | None:
-    """:func:`top_by_q` of a batch of states that share one layout (the first step, or no
-    positions) in one pass over the index, as a batch's plain steps are scanned; ``None`` where
-    that does not serve (one state, absolute positions, a filtered subset)."""
-    if states.shape[0] < 2 or cands.rows is not None:
-        return None
-    shared = searcher.shared_layout_top_k(cands, states.float(), picked, depth)
-    if shared is None:
-        return None
-    # one list per state, converted whole (as top_by_q), not element by element
-    top_q, top_rank, top_pos = (t.cpu().T.tolist() for t in shared)
-    return [
-        [(r, q, p) for q, r, p in zip(qs, ranks, positions) if q > -math.inf]
-        for qs, ranks, positions in zip(top_q, top_rank, top_pos)
-    ]
-
-
 def rrf_scores(*rankings: Sequence[int]) -> dict[int, float]:
     """Reciprocal rank fusion of ``rankings`` (best first): each item's sum of
     ``1 / (RRF_C + rank)`` over the rankings it is in (rank from 1), keyed in first-seen order, so
@@ -237,18 +169,11 @@ def rrf_scores(*rankings: Sequence[int]) -> dict[int, float]:
 
 
 def fused_best(
-    searcher: MultiStepSearcher,
-    cands: IndexCandidates,
-    lexical: np.ndarray,
-    state: torch.Tensor,
-    picked: list[int],
-    depth: int,
-    dense: list[tuple[int, float, int]] | None = None,
-) -> tuple[int, float, int] | None:
+    dense: list[Scored], lexical: np.ndarray, picked: list[int], depth: int
+) -> Scored | None:
     """The pick ``(rank, Q, position)`` of one step by reciprocal rank fusion of the Q ranking
-    (``dense``: the ``depth`` best by Q when already scanned, :func:`top_by_q_shared`) and the
-    question's BM25 ranking ``lexical``; ``None`` when nothing is left."""
-    dense = top_by_q(searcher, cands, state, picked, depth) if dense is None else dense
+    ``dense`` (the ``depth`` best untaken by Q, best first) and the question's BM25 ranking
+    ``lexical``; ``None`` when nothing is left."""
     if not dense:
         return None
     taken = set(picked)
@@ -264,8 +189,8 @@ def fused_best(
 class Fusion:
     """Where one search fuses BM25 of its questions (:func:`fusion_of`)."""
 
-    candidates: Sequence[IndexCandidates]
-    """Each question's candidates."""
+    ranker: LexicalRanker
+    """The BM25 rankings of the searched snapshot."""
     questions: Sequence[str]
     """The questions."""
     words: dict[int, np.ndarray]
@@ -282,59 +207,48 @@ class Fusion:
         """Whether step ``step`` (from 1) may fuse."""
         return step <= self.steps or self.gap is not None
 
+    def picks(self, step: Step, pools: list[list[Scored]]) -> list[Scored | None]:
+        """The fused pick of each question of ``step`` from Q's best untaken chunks of its state
+        (``pools[i]``, at least :attr:`depth` deep where that many are left). In the first
+        :attr:`steps` steps :func:`fused_best`; later, Q's best where it leads the next by at
+        least :attr:`gap`, else :func:`fused_best` with the question's ranking cut to chunks that
+        name a question term no pick names (:meth:`LexicalRanker.novel`)."""
+        gap = self.gap if step.number > self.steps else None
+        best: list[Scored | None] = []
+        for b, cands, picked, pool in zip(step.active, step.candidates, step.picked, pools):
+            words, dense = self.words[b], pool[: self.depth]
+            if gap is not None and dense:
+                if len(dense) == 1 or dense[0][1] - dense[1][1] >= gap:
+                    best.append(dense[0])  # the policy is sure here
+                    continue
+                # enough of the cut ranking for ``depth`` untaken
+                words = self.ranker.novel(
+                    cands,  # type: ignore[arg-type]
+                    self.questions[b],
+                    picked,
+                    self.depth + len(picked),
+                )
+            best.append(fused_best(dense, words, picked, self.depth))
+        return best
+
 
 def fusion_of(
-    searcher: MultiStepSearcher,
+    ranker: LexicalRanker,
     candidates: Sequence[IndexCandidates],
     questions: Sequence[str],
     active: Sequence[int],
-    depth: int | None,
     k: int,
+    depth: int | None,
+    steps: int | None,
+    gap: float | None,
 ) -> Fusion | None:
-    """The fusion of a search of ``k`` steps at ``depth`` (``None``: none); steps and gap are
-    the settings', else the model's."""
+    """The fusion of a search of ``k`` steps over ``candidates[b]`` for ``questions[b]`` (``b`` in
+    ``active``) at ``depth`` (``None``: none), fusing always in the first ``steps`` (``None``:
+    every step) and after them where Q's two best lie within ``gap`` (``None`` or 0: never)."""
     if depth is None:
         return None
-    settings, config = searcher.settings, searcher.model.config
-    steps = min(k, settings.lexical_steps or config.lexical_steps or k)
-    gap = config.lexical_gap if settings.lexical_gap is None else settings.lexical_gap
+    steps = min(k, steps or k)
     gap = (gap or None) if steps < k else None
-    ranker = searcher._lexical  # as deep as the first steps' fusion may go
+    # as deep as the first steps' fusion may go
     words = {b: ranker.ranking(candidates[b], questions[b], depth + steps) for b in active}
-    return Fusion(candidates, questions, words, depth, steps, gap)
-
-
-def fused_picks(
-    searcher: MultiStepSearcher,
-    fusion: Fusion,
-    step: int,
-    active: Sequence[int],
-    states: torch.Tensor,
-    picked: list[list[int]],
-    pool: list[list[tuple[int, float, int]]] | None,
-    one_layout: bool,
-) -> list[tuple[int, float, int] | None]:
-    """The fused pick of each active question ``b`` (row ``i`` of ``states``) at ``step``. In
-    the first ``fusion.steps`` steps :func:`fused_best`; later, Q's best where it leads the next
-    by at least ``fusion.gap``, else :func:`fused_best` with the question's ranking cut to chunks
-    that name a question term no pick names (:meth:`LexicalRanker.novel`). Q's best come from
-    the step's ``pool`` when it has one, else from one shared scan where the batch has one
-    layout, else one scan each."""
-    candidates, depth = fusion.candidates, fusion.depth
-    gap = fusion.gap if step > fusion.steps else None
-    tops = pool and [p[:depth] for p in pool]
-    if tops is None and one_layout:
-        taken = [picked[b] for b in active]
-        tops = top_by_q_shared(searcher, candidates[0], states, taken, depth)
-    best: list[tuple[int, float, int] | None] = []
-    for i, b in enumerate(active):
-        cands, words = candidates[b], fusion.words[b]
-        dense = top_by_q(searcher, cands, states[i], picked[b], depth) if tops is None else tops[i]
-        if gap is not None and dense:
-            if len(dense) == 1 or dense[0][1] - dense[1][1] >= gap:
-                best.append(dense[0])  # the policy is sure here
-                continue
-            taken = picked[b]  # enough of the cut ranking for ``depth`` untaken
-            words = searcher._lexical.novel(cands, fusion.questions[b], taken, depth + len(taken))
-        best.append(fused_best(searcher, cands, words, states[i], picked[b], depth, dense))
-    return best
+    return Fusion(ranker, questions, words, depth, steps, gap)

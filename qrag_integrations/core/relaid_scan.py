@@ -10,26 +10,20 @@ long document re-laid out for every question is scanned per question, as before.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import torch
 
 from qrag_integrations.core.candidates import IndexCandidates
-from qrag_integrations.core.config import PositionMode
+from qrag_integrations.core.config import PositionMode, QRAGConfig
 from qrag_integrations.core.positions import picked_documents
-from qrag_integrations.core.scan import top_k_shared
-
-if TYPE_CHECKING:
-    from qrag_integrations.core.search import MultiStepSearcher
+from qrag_integrations.core.scan import rotated_states, top_k_shared
 
 
-def shares(
-    searcher: MultiStepSearcher, cands: IndexCandidates, picked: Sequence[Sequence[int]]
-) -> bool:
+def shares(config: QRAGConfig, cands: IndexCandidates, picked: Sequence[Sequence[int]]) -> bool:
     """Whether a batch with these picks is scanned as one (:func:`relaid_top_k`): positions
     ``document_relative``, two or more questions, and their relaid documents together no bigger
     than the index (so the per-question scans add at most one pass)."""
-    if searcher.model.config.position_mode is not PositionMode.DOCUMENT_RELATIVE:
+    if config.position_mode is not PositionMode.DOCUMENT_RELATIVE:
         return False
     if len(picked) < 2 or cands.layout is None or cands.rows is not None:
         return False
@@ -52,18 +46,19 @@ def _merge(
 
 
 def relaid_top_k(
-    searcher: MultiStepSearcher,
+    config: QRAGConfig,
     cands: IndexCandidates,
     states: torch.Tensor,
     picked: Sequence[Sequence[int]],
     k: int,
+    block: int,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The ``k`` best ``(Q, rank, position)`` of each state, each ``(min(k, n), B)``, as
-    :func:`~qrag_integrations.core.scan.top_k_shared` gives them over one layout."""
-    config, block = searcher.model.config, searcher.settings.block_size
+    :func:`~qrag_integrations.core.scan.top_k_shared` gives them over one layout (``block``: rows
+    scored at a time)."""
     runs = cands.layout_runs(config, [])
     assert runs is not None
-    rotated = searcher._rotated_states(states, [p for _, _, p in runs])
+    rotated = rotated_states(config, states, [p for _, _, p in runs])
     relaid = [cands.relaid(config, list(p)) for p in picked]
     q, rank, pos = top_k_shared(
         cands.emb, runs, rotated, picked, k, block, skip=[spans for spans, _ in relaid]
@@ -72,7 +67,7 @@ def relaid_top_k(
     for i, (_, own) in enumerate(relaid):
         column = (q[:, i], rank[:, i], pos[:, i])
         if own:
-            turned = searcher._rotated_states(states[i : i + 1], [p for _, _, p in own])
+            turned = rotated_states(config, states[i : i + 1], [p for _, _, p in own])
             mine = top_k_shared(cands.emb, own, turned, [picked[i]], k, block)
             column = _merge(column, tuple(t[:, 0] for t in mine), q.shape[0])  # type: ignore[arg-type]
         columns.append(column)

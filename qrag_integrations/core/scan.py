@@ -1,32 +1,28 @@
 """Scoring primitives of the search: scans of stored chunk embeddings against a state.
 
-The search loop (:mod:`~qrag_integrations.core.search`) decides *what* to score; this module
-holds *how*: the dtype a block is scored in, the bandwidth-bound CPU scan of one run of rows,
-exact Q-values of chosen chunks at their layout positions, and the optional FAISS
-pre-selection of candidates for very large indexes.
+The scorers (:mod:`~qrag_integrations.core.scorers`) decide *what* to score; this module holds
+*how*: the dtype a block is scored in, states rotated for runs of equal positions, the
+bandwidth-bound CPU scan of one run of rows, the block scan of a batch over one layout, and exact
+Q-values of chosen chunks at their layout positions.
 """
 
 from __future__ import annotations
 
 import contextlib
-import threading
-import weakref
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
-from qrag_integrations.core.config import PositionMode
-from qrag_integrations.core.positions import positions_at, positions_in_runs
+from qrag_integrations.core.config import QRAGConfig
+from qrag_integrations.core.positions import positions_at, rotate_as
 
 if TYPE_CHECKING:
-    from qrag_integrations.core.candidates import IndexCandidates
-    from qrag_integrations.core.chunks import Snapshot
     from qrag_integrations.core.model import QRAGModel
-    from qrag_integrations.core.search import MultiStepSearcher
 
-T = TypeVar("T")
+#: A scored chunk of a step: ``(rank, Q, position)``.
+Scored = tuple[int, float, int]
 
 
 #: FAISS searches of fewer queries than this run on one OpenMP thread. For one query on the 2-core
@@ -51,6 +47,16 @@ def faiss_threads_for(queries: int) -> Iterator[None]:
         yield
     finally:
         faiss.omp_set_num_threads(before)
+
+
+def rotated_states(config: QRAGConfig, states: torch.Tensor, positions: list[int]) -> torch.Tensor:
+    """``(R, B, D)``: every state of ``(B, D)`` rotated by ``-p`` for each run position ``p``
+    (``<s, R(p) a> = <R(-p) s, a>``: one rotation of the state per run, none of the chunks)."""
+    if not any(positions):  # modes none / document: one run at 0, a rotation by 0 is a copy
+        return states.unsqueeze(0).expand(len(positions), -1, -1)
+    pos = torch.tensor(positions, device=states.device).view(-1, 1).expand(-1, states.shape[0])
+    many = states.unsqueeze(0).expand(len(positions), -1, -1)
+    return rotate_as(config, many, pos, inverse=True)
 
 
 def score_dtype(emb: torch.Tensor) -> torch.dtype:
@@ -144,84 +150,13 @@ def score_at_positions(
     return model.rotate_chunks(vectors.float(), pos_t) @ state.to(vectors.device).float(), positions
 
 
-class BuiltFor:
-    """One structure built from a tensor on first use and rebuilt when asked for another tensor
-    (thread-safe): the FAISS, compact-scan and BM25 indexes over a snapshot."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        # (weak reference to the tensor it was built from, structure): a weakref cannot be
-        # confused with a later tensor the way a reused id() could.
-        self._built: tuple[weakref.ref, Any] | None = None
-
-    def get(self, key: torch.Tensor, build: Callable[[], T]) -> T:
-        """The structure built for ``key``; ``build()`` makes it when ``key`` is new."""
-        with self._lock:
-            if self._built is not None and self._built[0]() is key:
-                return self._built[1]
-            value = build()
-            self._built = (weakref.ref(key), value)
-            return value
-
-
-class FaissPreselector:
-    """A FAISS inner-product index over a snapshot's unrotated embeddings, built on first use
-    and rebuilt when the snapshot's embeddings change (thread-safe)."""
-
-    def __init__(self) -> None:
-        self._slot = BuiltFor()
-
-    def candidates(
-        self, snap: Snapshot, state: torch.Tensor, want: int, factory: str
-    ) -> np.ndarray:
-        """Ranks of the ``want`` rows with the largest unrotated inner product (``-1`` = none),
-        from an index made by the ``faiss.index_factory`` string ``factory``."""
-        index = self._slot.get(snap.embeddings, lambda: _faiss_index(snap, factory))
-        with faiss_threads_for(1):
-            _, cand = index.search(state.detach().cpu().numpy()[None].astype(np.float32), want)
-        return cand[0]
-
-
-def faiss_best(
-    searcher: MultiStepSearcher, cands: IndexCandidates, state: torch.Tensor, picked: list[int]
-) -> tuple[int, float, int]:
-    """One question's pick over every row of ``cands``: candidates by FAISS inner product on the
-    embeddings searched, then exact Q at their positions."""
-    settings = searcher.settings
-    want = min(cands.n, settings.faiss_candidates + len(picked))  # type: ignore[operator]
-    taken = set(picked)
-    found = searcher._faiss.candidates(cands.snap, state, want, settings.faiss_factory)
-    cand = np.array([c for c in found if c >= 0 and c not in taken], dtype=np.int64)
-    if cand.size == 0:
-        return searcher._best_one(cands, state, picked)
-    sub = cands.emb[torch.from_numpy(cand).to(cands.emb.device)]
-    if searcher.model.config.position_mode is PositionMode.DOCUMENT_RELATIVE:
-        at = positions_in_runs(searcher._runs(cands, picked), cand)  # type: ignore[arg-type]
-    else:
-        at = cands.fixed_of(cand)
-    scores, positions = score_at_positions(searcher.model, state, sub, cand, cands.n, picked, at)
-    i = int(scores.argmax())
-    return int(cand[i]), float(scores[i]), int(positions[i])
-
-
-def _faiss_index(snap: Snapshot, factory: str) -> Any:
-    import faiss
-
-    vectors = snap.embeddings.detach().float().cpu().numpy()
-    index = faiss.index_factory(vectors.shape[1], factory, faiss.METRIC_INNER_PRODUCT)
-    if not index.is_trained:
-        index.train(vectors)
-    index.add(vectors)
-    return index
-
-
 def update_best(
-    best: tuple[int, float, int],
+    best: Scored,
     scores: torch.Tensor,
     lo: int,
     taken: torch.Tensor,
     pos_of: Callable[[int], int],
-) -> tuple[int, float, int]:
+) -> Scored:
     """``best`` or the best untaken row of ``scores`` (rows ``lo...`` of a block), whichever has
     the larger Q; ``pos_of`` gives a row's position."""
     if taken.numel():

@@ -1,10 +1,16 @@
 """Q-RAG multi-step search over a :class:`~qrag_integrations.core.index.ChunkIndex` (no framework code).
 
-Each step embeds the state text (question + picked chunks), scores every available chunk with
-``Q = <E_s(s), R(p) E_a(a)>`` at the positions laid out around the current picks, and picks the
-arg-max. Because ``R`` is a rotation, ``<s, R(p) a> = <R(-p) s, a>``: the search rotates the
-*state* once per run of chunks sharing a position (relative / none modes, document mode over long
-documents) and scans the stored, unrotated embeddings with plain matrix products, block by block.
+The paper's greedy search, step by step (:meth:`MultiStepSearcher._run`):
+
+1. state: embed the state text (question + picked chunks), anchored to the question after the
+   first step and placed at the latest pick (:class:`~qrag_integrations.core.step.Step`);
+2. candidate pool: where a rule reads it, Q's best untaken chunks at the positions laid out around
+   the picks (:meth:`~qrag_integrations.core.exact_scan.ExactScan.pools`);
+3. policy rules: BM25 fusion re-orders the pool's head (:mod:`~qrag_integrations.core.lexical`),
+   and a later restatement supersedes a pick (:mod:`~qrag_integrations.core.supersede`);
+4. pick: otherwise the arg-max of ``Q = <E_s(s), R(p) E_a(a)>`` from the scorer the search chose
+   once (:mod:`~qrag_integrations.core.scorers`: exact, compact copy, FAISS pre-selection, or the
+   question's own candidate set); a question stops before a pick below ``stop_threshold``.
 """
 
 from __future__ import annotations
@@ -20,34 +26,31 @@ from qrag_integrations.core.candidates import (
     DocumentRotation,
     IndexCandidates,
     all_in_memory,
-    own_settings_apply,
 )
 from qrag_integrations.core.chunks import Chunk, MetadataFilter
-from qrag_integrations.core.compact_scan import EXACT, best_compact, check_scan, compact_scanner
+from qrag_integrations.core.compact_scan import EXACT, check_scan, compact_scanner
 from qrag_integrations.core.config import PositionMode
 from qrag_integrations.core.errors import QRAGError
+from qrag_integrations.core.exact_scan import ExactScan, pool_best
 from qrag_integrations.core.index import ChunkIndex
 from qrag_integrations.core.lexical import (
+    Fusion,
     LexicalRanker,
     check_depth,
     check_gap,
     check_steps,
-    fused_picks,
     fusion_of,
 )
 from qrag_integrations.core.model import QRAGModel
-from qrag_integrations.core.positions import rotate_as
-from qrag_integrations.core.relaid_scan import relaid_top_k, shares
-from qrag_integrations.core.scan import (
-    FaissPreselector,
-    cpu_fp32,
-    faiss_best,
-    scan_run_cpu,
-    score_dtype,
-    top_k_shared,
-    update_best,
+from qrag_integrations.core.scorers import (
+    CompactScorer,
+    ExactScorer,
+    FaissScorer,
+    Scorer,
+    SetScorer,
 )
-from qrag_integrations.core.supersede import pool_best, pools, search_margin, superseded
+from qrag_integrations.core.step import Step
+from qrag_integrations.core.supersede import POOL, search_margin, superseded
 
 
 @dataclass(frozen=True)
@@ -120,11 +123,21 @@ class MultiStepSearcher:
         self.model = model
         self.index = index
         self.settings = settings or SearchSettings()
-        self._faiss = FaissPreselector()
+        self.exact = ExactScan(model, self.settings.block_size)
+        """The exact scan of in-memory candidates (every rule's pool and the exact picks)."""
         self._lexical = LexicalRanker()
         self._searched = DocumentRotation(model.config)  # document mode's rotated snapshot
-        self._compact = compact_scanner(
+        self._exact = ExactScorer(self.exact)
+        self._sets = SetScorer(self)
+        compact = compact_scanner(
             self.settings.scan, index.device, model.config.position_mode is PositionMode.ABSOLUTE
+        )
+        self._compact = (
+            None if compact is None else CompactScorer(self.exact, compact, self.settings.rescore)
+        )
+        want = self.settings.faiss_candidates
+        self._faiss = (
+            None if want is None else FaissScorer(self.exact, want, self.settings.faiss_factory)
         )
 
     # -- public -------------------------------------------------------------------------------
@@ -163,19 +176,8 @@ class MultiStepSearcher:
             )
             filter = where
         candidates = self._searched.candidates(self.index.snapshot(), filter)
-        use_faiss = (
-            self.settings.faiss_candidates is not None
-            and candidates.rows is None
-            and candidates.n >= self.settings.faiss_min_size
-        )
-        return self._run(
-            queries,
-            [candidates] * len(queries),
-            k,
-            stop_threshold,
-            shared=True,
-            use_faiss=use_faiss,
-        )
+        scorer = self._scorer_for(candidates)
+        return self._run(queries, [candidates] * len(queries), k, stop_threshold, scorer, True)
 
     def search_each(
         self,
@@ -198,7 +200,7 @@ class MultiStepSearcher:
                     f"model embedding size {self.model.embedding_dim} != index embedding size {index.embedding_dim}"
                 )
         candidates = [self._searched.candidates(i.snapshot(), None, keep=False) for i in indexes]
-        return self._run(queries, candidates, k, stop_threshold, shared=False, use_faiss=False)
+        return self._run(queries, candidates, k, stop_threshold, self._exact, False)
 
     def search_sets(
         self,
@@ -212,7 +214,7 @@ class MultiStepSearcher:
         stop rule of :meth:`search`, with the set choosing each pick; ``self.index`` is not used."""
         if len(sets) != len(queries):
             raise QRAGError(f"got {len(queries)} queries but {len(sets)} candidate sets")
-        return self._run(queries, sets, k, stop_threshold, shared=False, use_faiss=False)
+        return self._run(queries, sets, k, stop_threshold, self._sets, False)
 
     # -- the search loop ----------------------------------------------------------------------
     def _run(
@@ -221,11 +223,12 @@ class MultiStepSearcher:
         candidates: Sequence[CandidateSet],
         k: int,
         stop_threshold: float | None,
+        scorer: Scorer,
         shared: bool,
-        use_faiss: bool,
     ) -> list[list[Hit]]:
-        """Greedy search of ``queries[b]`` over ``candidates[b]``; ``shared`` = one candidate set
-        for all (its first step is one pass for the batch)."""
+        """Greedy search of ``queries[b]`` over ``candidates[b]``, each step's plain pick by
+        ``scorer``; ``shared`` = one candidate set for all (a step with one layout is one pass
+        for the batch)."""
         if k < 1:
             raise QRAGError(f"k must be >= 1, got {k}")
         results: list[list[Hit]] = [[] for _ in queries]
@@ -233,17 +236,22 @@ class MultiStepSearcher:
         active = [b for b in range(len(queries)) if candidates[b].n > 0]
         question_row: dict[int, int] = {}
         questions = torch.empty(0)
-        fusion = fusion_of(self, candidates, queries, active, self._lexical_depth(candidates), k)  # type: ignore[arg-type]
-        positions = self.model.config.position_mode.moves
-        margin = search_margin(self, candidates)
-        for step in range(1, k + 1):
+        fusion = self._fusion(candidates, queries, active, k)
+        margin = search_margin(
+            self.settings.supersede,
+            self.model.config.supersede_margin,
+            candidates,
+            self._scans_exactly(),
+        )
+        for number in range(1, k + 1):
             active = [b for b in active if len(picked[b]) < candidates[b].n]
             if not active:
                 break
+            # the state: question and picks, anchored to the question, placed at the latest pick
             texts = [self._state_text(queries[b], candidates[b], picked[b]) for b in active]
             with torch.inference_mode():
                 states = self.model.embed_states(texts).to(torch.float32)
-                if step == 1:  # the state is the bare question: keep it for anchoring
+                if number == 1:  # the state is the bare question: keep it for anchoring
                     questions, question_row = states, {b: i for i, b in enumerate(active)}
                 else:
                     states = self.model.anchor_states(
@@ -251,49 +259,24 @@ class MultiStepSearcher:
                     )
                     last = torch.tensor([results[b][-1].position for b in active])
                     states = self.model.place_states(states, last)
+            taken = [picked[b] for b in active]
+            one_layout = shared and self.exact.one_layout(candidates[0], taken, number)  # type: ignore[arg-type]
+            step = Step(number, active, [candidates[b] for b in active], states, taken, one_layout)
+            # the candidate pool: Q's best untaken, where a rule reads it
+            fuses = fusion is not None and fusion.at(number)
+            depth = POOL if margin is not None else fusion.depth if fuses else None  # type: ignore[union-attr]
+            pools = None if depth is None else self.exact.pools(step, depth)
+            # the pick: by the rules where they apply, else the scorer's arg-max
             best: list[tuple[int, float, int] | None]
-            one_layout = shared and (  # one scan serves the batch
-                step == 1
-                or not positions
-                or shares(self, candidates[0], [picked[b] for b in active])  # type: ignore[arg-type]
-            )
-            pool = pools(self, candidates, active, states, picked, one_layout, margin)
-            if fusion is not None and fusion.at(step):
-                best = fused_picks(self, fusion, step, active, states, picked, pool, one_layout)
-            elif pool is not None:
-                best = [pool_best(p) for p in pool]
-            elif use_faiss:
-                best = [
-                    faiss_best(self, candidates[0], states[i], picked[b])  # type: ignore[arg-type]
-                    for i, b in enumerate(active)
-                ]
-            elif (
-                self._compact is not None
-                and shared
-                and candidates[0].rows is None
-                and self._compact.serves(len(active), step == 1 or not positions)
-            ):
-                best = best_compact(
-                    self._compact,
-                    candidates[0].emb,
-                    states,
-                    [picked[b] for b in active],
-                    lambda taken, c=candidates[0]: self._runs(c, taken),  # type: ignore[misc]
-                    self._rotated_states,
-                    self.settings.rescore,
-                )
-            elif one_layout:  # no picks yet, or picks move no position
-                best = self._best_shared_layout(
-                    candidates[0],  # type: ignore[arg-type]
-                    states,
-                    [picked[b] for b in active],
-                )
+            if fuses:
+                best = fusion.picks(step, pools)  # type: ignore[union-attr,arg-type]
+            elif pools is not None:
+                best = [pool_best(p) for p in pools]
             else:
-                best = [
-                    candidates[b].best(self, states[i], picked[b]) for i, b in enumerate(active)
-                ]
-            if pool is not None:
-                best = superseded(self, candidates, active, pool, picked, best, texts, margin)  # type: ignore[arg-type]
+                best = scorer.picks(step)
+            if margin is not None:
+                similarity = self.model.config.supersede_similarity
+                best = superseded(step, pools, best, texts, margin, similarity)  # type: ignore[arg-type]
             still = []
             for pick, b in zip(best, active):
                 if pick is None:  # nothing left that this question may get
@@ -305,92 +288,48 @@ class MultiStepSearcher:
                 cand = candidates[b]
                 if isinstance(cand, IndexCandidates):  # document mode: its fixed position
                     pos = cand.position(rank, pos)
-                results[b].append(Hit(cand.chunk(rank), step, q, pos))
+                results[b].append(Hit(cand.chunk(rank), number, q, pos))
                 still.append(b)
             active = still
         return results
 
-    # -- helpers ------------------------------------------------------------------------------
-    def _lexical_depth(self, candidates: Sequence[CandidateSet]) -> int | None:
-        """This search's BM25 fusion depth: the settings' (0: none), else the model's where
-        fusion can run (``None``: no fusion)."""
-        explicit = self.settings.lexical_depth
+    # -- choices made once per search -----------------------------------------------------------
+    def _scorer_for(self, candidates: IndexCandidates) -> Scorer:
+        """The scorer of a search over ``candidates`` shared by its questions: FAISS pre-selection
+        over a big unfiltered index, else a compact copy of an unfiltered one, else exact."""
+        unfiltered = candidates.rows is None
+        if self._faiss is not None and unfiltered and candidates.n >= self.settings.faiss_min_size:
+            return self._faiss
+        if self._compact is not None and unfiltered:
+            return self._compact
+        return self._exact
+
+    def _scans_exactly(self) -> bool:
+        """Whether this search's steps scan exactly, so that a model's own search-time extras
+        (BM25 fusion, superseding) apply: no compact scan but one that scans a lone question
+        exactly, no FAISS pre-selection (those are there to avoid the exact scans the extras make)."""
+        compact = self._compact
+        return (compact is None or compact.scanner.exact_alone) and self._faiss is None
+
+    def _fusion(
+        self, candidates: Sequence[CandidateSet], queries: Sequence[str], active: list[int], k: int
+    ) -> Fusion | None:
+        """This search's BM25 fusion: the settings' depth (0: none), else the model's where
+        fusion can run (``None``: no fusion); steps and gap the settings', else the model's."""
+        settings, config = self.settings, self.model.config
+        explicit = settings.lexical_depth
         if explicit is not None:
             if explicit and not all_in_memory(candidates):
                 raise QRAGError("lexical fusion (lexical_depth) searches an in-memory index only")
-            return explicit or None
-        return self.model.config.lexical_depth if own_settings_apply(self, candidates) else None
+            depth = explicit or None
+        else:
+            exact = self._scans_exactly() and all_in_memory(candidates)
+            depth = config.lexical_depth if exact else None
+        steps = settings.lexical_steps or config.lexical_steps
+        gap = config.lexical_gap if settings.lexical_gap is None else settings.lexical_gap
+        return fusion_of(self._lexical, candidates, queries, active, k, depth, steps, gap)  # type: ignore[arg-type]
 
     def _state_text(self, query: str, candidates: CandidateSet, picked: list[int]) -> str:
         return self.model.state_text(
             query, [candidates.chunk(r).text for r in picked], picked_order=picked
         )
-
-    def _runs(self, cands: IndexCandidates, picked: list[int]) -> list[tuple[int, int, int]] | None:
-        """The runs ``(start, stop, position)`` of equal positions a step scores ``cands`` at."""
-        return cands.layout_runs(self.model.config, picked)
-
-    def _rotated_states(self, states: torch.Tensor, positions: list[int]) -> torch.Tensor:
-        """``(R, B, D)``: every state rotated by ``-p`` for each run position ``p``."""
-        if not any(positions):  # modes none / document: one run at 0, a rotation by 0 is a copy
-            return states.unsqueeze(0).expand(len(positions), -1, -1)
-        pos = torch.tensor(positions, device=states.device).view(-1, 1).expand(-1, states.shape[0])
-        many = states.unsqueeze(0).expand(len(positions), -1, -1)
-        return rotate_as(self.model.config, many, pos, inverse=True)
-
-    def _best_shared_layout(
-        self, cands: IndexCandidates, states: torch.Tensor, picked: list[list[int]]
-    ) -> list[tuple[int, float, int]]:
-        """Each question's best in one pass over a layout they share (its picks masked out)."""
-        one_on_cpu = states.shape[0] == 1 and cpu_fp32(cands.emb)
-        shared = None if one_on_cpu else self.shared_layout_top_k(cands, states, picked, 1)
-        if shared is None:
-            return [self._best_one(cands, states[i], picked[i]) for i in range(states.shape[0])]
-        q, rank, pos = shared
-        return [(int(r), float(v), int(p)) for v, r, p in zip(q[0], rank[0], pos[0])]
-
-    def shared_layout_top_k(
-        self, cands: IndexCandidates, states: torch.Tensor, picked: list[list[int]], k: int
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None:
-        """The ``k`` best ``(Q, rank, position)`` of states that share one layout (the first
-        step, or no positions), each ``(k, B)``, in one pass over the index; ``None`` with
-        absolute positions (every chunk has its own)."""
-        if any(picked) and shares(self, cands, picked):
-            return relaid_top_k(self, cands, states, picked, k)
-        runs = self._runs(cands, [])
-        if runs is None:
-            return None
-        rotated = self._rotated_states(states, [p for _, _, p in runs])
-        return top_k_shared(cands.emb, runs, rotated, picked, k, self.settings.block_size)
-
-    def _best_one(
-        self, cands: IndexCandidates, state: torch.Tensor, picked: list[int]
-    ) -> tuple[int, float, int]:
-        """Best available chunk for one question given its picks."""
-        emb, n = cands.emb, cands.n
-        runs = self._runs(cands, picked)
-        dtype = score_dtype(emb)
-        taken = torch.tensor(sorted(picked), dtype=torch.long, device=emb.device)
-        best: tuple[int, float, int] = (-1, -float("inf"), 0)
-        if runs is None:  # absolute: every chunk has its own position, rotate the chunks instead
-            for lo in range(0, n, self.settings.block_size):
-                hi = min(n, lo + self.settings.block_size)
-                pos = torch.arange(lo, hi, device=emb.device)
-                scores = self.model.rotate_chunks(emb[lo:hi].float(), pos) @ state
-                best = update_best(best, scores, lo, taken, lambda r: r)
-            return best
-        rotated = self._rotated_states(state.unsqueeze(0), [p for _, _, p in runs])[:, 0]
-        if cpu_fp32(emb):
-            taken_list = sorted(picked)
-            for (a, b, p), rot in zip(runs, rotated):
-                rank, q = scan_run_cpu(emb, a, b, rot.float().contiguous(), taken_list)
-                if q > best[1]:
-                    best = (rank, q, p)
-            return best
-        for (a, b, p), rot in zip(runs, rotated):
-            rot = rot.to(dtype)
-            for lo in range(a, b, self.settings.block_size):
-                hi = min(b, lo + self.settings.block_size)
-                scores = (emb[lo:hi].to(dtype) @ rot).float()
-                best = update_best(best, scores, lo, taken, lambda r, p=p: p)
-        return best

@@ -19,32 +19,26 @@ there is one, the *latest* chunk ``c`` of ``p``'s document that restates it:
 
 The terms keep paragraphs of one article that merely look alike from replacing each other (on
 SQuAD validation the cosine alone cost 0.03-0.09 hit@1; with the terms it stays within the paired
-interval, see ``benchmarks/general/results/explore_gate/``); their order took bAbI qa5 from 0.60
-to 0.70 and the limit at a taken restatement qa3 from 0.37 to 0.52 on validation. The replacement
-is reported with its own exact Q-value.
+interval, ``docs/decisions.md``, 2026-11-27); their order took bAbI qa5 from 0.60 to 0.70 and the
+limit at a taken restatement qa3 from 0.37 to 0.52 on validation. The replacement is reported with
+its own exact Q-value.
+
+The rule reads only the step's pool (Q's :data:`POOL` best untaken chunks, which the search's
+exact scan gives: :meth:`~qrag_integrations.core.exact_scan.ExactScan.pools`), the chunks' texts
+and their unrotated embeddings: it costs no scan of its own.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import torch
 
-from qrag_integrations.core.candidates import (
-    CandidateSet,
-    IndexCandidates,
-    all_in_memory,
-    own_settings_apply,
-)
+from qrag_integrations.core.candidates import CandidateSet, IndexCandidates, all_in_memory
 from qrag_integrations.core.errors import QRAGError
-from qrag_integrations.core.lexical import bm25_query, top_by_q, top_by_q_shared
-
-if TYPE_CHECKING:
-    from qrag_integrations.core.search import MultiStepSearcher
-
-#: A scored chunk of a step: ``(rank, Q, position)``.
-Scored = tuple[int, float, int]
+from qrag_integrations.core.lexical import bm25_query
+from qrag_integrations.core.scan import Scored
+from qrag_integrations.core.step import Step
 
 #: Q's best untaken chunks that may replace a pick (the validated setting; restatements within
 #: the margin rank near the pick).
@@ -60,20 +54,21 @@ def terms(text: str) -> set[str]:
     return set(bm25_query(text)[0])
 
 
-def search_margin(searcher: MultiStepSearcher, candidates: Sequence[CandidateSet]) -> float | None:
+def search_margin(
+    flag: bool | None, margin: float | None, candidates: Sequence[CandidateSet], exact: bool
+) -> float | None:
     """The margin a search supersedes picks with, ``None`` where it does not.
 
-    ``SearchSettings.supersede=False``: never. ``True``: always (the model's margin, else
-    :data:`DEFAULT_MARGIN`), every step then scanning exactly (:func:`pools`) whatever the scan
-    setting.
-    ``None``: the model's ``supersede_margin`` where the search scans exactly (no compact scan, no
-    FAISS pre-selection, which are there to avoid exact scans).
+    ``flag`` is ``SearchSettings.supersede``: ``False``: never. ``True``: always (the model's
+    ``margin``, else :data:`DEFAULT_MARGIN`), every step then scanning exactly for its pool
+    whatever the scan setting. ``None``: the model's ``margin`` where the search scans exactly
+    (``exact``: no compact scan, no FAISS pre-selection, which are there to avoid exact scans)
+    over in-memory candidates.
 
     Raises:
-        QRAGError: ``supersede`` is not a bool or ``None``, or it is ``True`` for candidates that
+        QRAGError: ``flag`` is not a bool or ``None``, or it is ``True`` for candidates that
             are not an in-memory index's (a store-backed search).
     """
-    flag, margin = searcher.settings.supersede, searcher.model.config.supersede_margin
     if not (flag is None or isinstance(flag, bool)):
         raise QRAGError(f"supersede must be True, False or None, got {flag!r}")
     if flag is False or (flag is None and margin is None):
@@ -82,31 +77,29 @@ def search_margin(searcher: MultiStepSearcher, candidates: Sequence[CandidateSet
         if not all_in_memory(candidates):
             raise QRAGError("supersede=True searches an in-memory index only")
         return DEFAULT_MARGIN if margin is None else margin
-    return margin if own_settings_apply(searcher, candidates) else None
+    return margin if exact and all_in_memory(candidates) else None
 
 
 def superseding_pick(
-    searcher: MultiStepSearcher,
     cands: IndexCandidates,
     pool: list[Scored],
     picked: list[int],
     pick: Scored,
     state_text: str,
     margin: float,
+    similarity: float,
 ) -> Scored:
     """``pick`` (``(rank, Q, position)``), or the latest later restatement of it in its document.
 
     Args:
-        searcher: the search (its model's ``supersede_similarity``).
         cands: the question's candidates (ranks in document order).
-        pool: Q's :data:`POOL` best untaken chunks for the state the pick was scored with
-            (:func:`pools`).
+        pool: Q's :data:`POOL` best untaken chunks for the state the pick was scored with.
         picked: ranks picked before this step.
         pick: the step's pick.
         state_text: the state text of this step (question and earlier picks).
         margin: how far below the pick's Q-value a restatement may score.
+        similarity: the least cosine of a restatement (the model's ``supersede_similarity``).
     """
-    cfg = searcher.model.config
     rank, q, _ = pick
     shared = terms(state_text) & terms(cands.chunk(rank).text)
     if not shared:
@@ -120,9 +113,7 @@ def superseding_pick(
     if not close:
         return pick
     taken = [t for t in picked if t > rank and cands.chunk(t).doc_id == doc]
-    same = restating(
-        cands, rank, [r for r, _, _ in close] + taken, shared, cfg.supersede_similarity
-    )
+    same = restating(cands, rank, [r for r, _, _ in close] + taken, shared, similarity)
     # past a restatement already taken, the pick is deliberate: an earlier state is asked for
     limit = min((t for t in taken if t in same), default=cands.n)
     later = [hit for hit in close if hit[0] in same and hit[0] < limit]
@@ -152,64 +143,18 @@ def restating(
     }
 
 
-def pools(
-    searcher: MultiStepSearcher,
-    candidates: Sequence[CandidateSet],
-    active: list[int],
-    states: torch.Tensor,
-    picked: list[list[int]],
-    one_layout: bool,
-    margin: float | None,
-) -> list[list[Scored]] | None:
-    """Q's :data:`POOL` best untaken ``(rank, Q, position)`` for each active question's state,
-    best first, where the rule is on (``margin``, :func:`search_margin`; ``None``: off). The one
-    exact scan of a step with the rule: it gives the step's pick too (:func:`pool_best`), so the
-    rule costs no scan of its own. ``one_layout``: every question shares ``candidates[0]`` and its
-    layout (the batch is scanned in one pass)."""
-    if margin is None:
-        return None
-    if one_layout:
-        taken = [picked[b] for b in active]
-        tops = top_by_q_shared(searcher, candidates[0], states, taken, POOL)  # type: ignore[arg-type]
-        if tops is not None:
-            return tops
-    return [
-        top_by_q(searcher, candidates[b], states[i], picked[b], POOL)  # type: ignore[arg-type]
-        for i, b in enumerate(active)
-    ]
-
-
-def pool_best(pool: list[Scored]) -> Scored | None:
-    """The step's pick from its pool: the best Q, the lowest rank among equal ones (as every scan
-    of the search breaks ties); ``None`` when nothing is left."""
-    if not pool:
-        return None
-    return min((hit for hit in pool if hit[1] == pool[0][1]), key=lambda hit: hit[0])
-
-
 def superseded(
-    searcher: MultiStepSearcher,
-    candidates: Sequence[CandidateSet],
-    active: list[int],
-    pool: list[list[Scored]],
-    picked: list[list[int]],
+    step: Step,
+    pools: list[list[Scored]],
     best: list[Scored | None],
     texts: list[str],
     margin: float,
+    similarity: float,
 ) -> list[Scored | None]:
-    """One step's picks after the rule: ``best[i]`` is question ``active[i]``'s pick (``None``:
-    nothing left), ``pool[i]`` its state's :func:`pools` entry, ``texts[i]`` its state text;
-    every candidate set is an in-memory one (:func:`search_margin` returned ``margin``)."""
+    """One step's picks after the rule: ``best[i]`` is the ``i``-th question's pick (``None``:
+    nothing left), ``pools[i]`` its state's :data:`POOL` best, ``texts[i]`` its state text; every
+    candidate set is an in-memory one (:func:`search_margin` returned ``margin``)."""
     return [
-        pick
-        and superseding_pick(
-            searcher,
-            candidates[b],  # type: ignore[arg-type]
-            pool[i],
-            picked[b],
-            pick,
-            texts[i],
-            margin,
-        )
-        for i, (b, pick) in enumerate(zip(active, best))
+        pick and superseding_pick(cands, pool, picked, pick, text, margin, similarity)  # type: ignore[arg-type]
+        for cands, pool, picked, pick, text in zip(step.candidates, pools, step.picked, best, texts)
     ]

@@ -145,7 +145,7 @@ def test_a_lone_question_scans_exactly_without_a_bf16_copy(make_model) -> None:
     searcher = MultiStepSearcher(model, index, SearchSettings(scan="bf16", rescore=1))
     hits = searcher.search(QUERIES[:1], k=4)[0]
     assert_same(as_tuples(hits), brute_force(model, index, QUERIES[0], 4))
-    assert searcher._compact is not None and searcher._compact._slot._built is None
+    assert searcher._compact is not None and searcher._compact.scanner._slot._built is None
 
 
 @pytest.mark.parametrize("queries", [1, 8])

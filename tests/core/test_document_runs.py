@@ -144,12 +144,12 @@ def short_documents_index(n: int = 40, per_doc: int = 4) -> ChunkIndex:
 def test_a_batch_shares_one_scan_outside_its_relaid_documents(
     make_model, way, mode: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from qrag_integrations.core import relaid_scan, search
+    from qrag_integrations.core import exact_scan, relaid_scan
 
     model, index = make_model(mode), short_documents_index()
     calls = []
     real = relaid_scan.relaid_top_k
-    monkeypatch.setattr(search, "relaid_top_k", lambda *a: calls.append(a[-1]) or real(*a))
+    monkeypatch.setattr(exact_scan, "relaid_top_k", lambda *a: calls.append(a[-1]) or real(*a))
     for block_size in (3, 65536):
         searcher = MultiStepSearcher(model, index, SearchSettings(block_size=block_size))
         for query, hits in zip(QUERIES, searcher.search(QUERIES, k=4)):
@@ -169,8 +169,8 @@ def test_one_long_relaid_document_per_question_is_scanned_per_question(make_mode
     model = make_model("document-relative")
     searcher = MultiStepSearcher(model, short_documents_index())
     got = searcher._searched.candidates(searcher.index.snapshot(), None)
-    assert shares(searcher, got, [[0], [5], [9]])  # three documents of 4 of 40 chunks
-    assert not shares(searcher, got, [[0]])  # one question: its own scan
+    assert shares(model.config, got, [[0], [5], [9]])  # three documents of 4 of 40 chunks
+    assert not shares(model.config, got, [[0]])  # one question: its own scan
     long = MultiStepSearcher(model, short_documents_index(per_doc=40))
     one = long._searched.candidates(long.index.snapshot(), None)
-    assert not shares(long, one, [[0], [5]])  # each relays the whole index
+    assert not shares(model.config, one, [[0], [5]])  # each relays the whole index

@@ -259,17 +259,14 @@ def test_a_batch_scans_its_fused_steps_once_with_the_same_picks(
 ) -> None:
     """A batch's fused steps rank by Q in one pass over the index (blocks merged); each question
     gets the picks of the definition, as when searched alone."""
-    from qrag_integrations.core import lexical
+    from qrag_integrations.core.exact_scan import ExactScan
 
     model = make_model(mode)
     index = word_index()
     settings = SearchSettings(lexical_depth=3, block_size=block)
     calls = []
-    shared = lexical.top_by_q_shared
-    monkeypatch.setattr(
-        "qrag_integrations.core.lexical.top_by_q_shared",
-        lambda *a: calls.append(shared(*a)) or calls[-1],
-    )
+    shared = ExactScan.top_shared
+    monkeypatch.setattr(ExactScan, "top_shared", lambda *a: calls.append(shared(*a)) or calls[-1])
     together = MultiStepSearcher(model, index, settings).search(QUERIES, k=4)
     for query, hits in zip(QUERIES, together):
         assert_same(as_tuples(hits), reference(model, index, query, 4, 3))

@@ -15,9 +15,9 @@ from search_reference import (
     with_config,
 )
 
-from qrag_integrations.core import supersede
 from qrag_integrations.core.config import QRAGConfig
 from qrag_integrations.core.errors import QRAGError
+from qrag_integrations.core.exact_scan import ExactScan
 from qrag_integrations.core.index import ChunkIndex
 from qrag_integrations.core.model import QRAGModel
 from qrag_integrations.core.search import MultiStepSearcher, SearchSettings
@@ -192,9 +192,8 @@ def test_explicitly_on_with_a_compact_scan_and_refused_for_a_store(make_model) -
     rule = with_rule(base, DEFAULT_MARGIN, base.config.supersede_similarity)
     for query, hits in zip(QUERIES, got):
         assert_same(as_tuples(hits), reference(rule, index, query, 3, DEFAULT_MARGIN))
-    searcher = MultiStepSearcher(base, index, SearchSettings(supersede=True))
     with pytest.raises(QRAGError, match="in-memory index only"):
-        search_margin(searcher, [object()])  # type: ignore[list-item]
+        search_margin(True, None, [object()], exact=True)  # type: ignore[list-item]
     with pytest.raises(QRAGError, match="supersede must be True, False or None"):
         MultiStepSearcher(base, index, SearchSettings(supersede="yes")).search(QUERIES, k=1)  # type: ignore[arg-type]
 
@@ -241,15 +240,11 @@ def test_the_rule_adds_no_scan_of_its_own(make_model, monkeypatch) -> None:
         raise AssertionError("a second scan of the step")
 
     one, batch = [], []
-    real_one, real_batch = supersede.top_by_q, MultiStepSearcher.shared_layout_top_k
-    monkeypatch.setattr(supersede, "top_by_q", lambda *a: one.append(a[-1]) or real_one(*a))
-    monkeypatch.setattr(
-        MultiStepSearcher,
-        "shared_layout_top_k",
-        lambda self, *a: batch.append(a[-1]) or real_batch(self, *a),
-    )
-    monkeypatch.setattr(MultiStepSearcher, "_best_one", not_called)
-    monkeypatch.setattr(MultiStepSearcher, "_best_shared_layout", not_called)
+    real_one, real_batch = ExactScan.top, ExactScan.top_k
+    monkeypatch.setattr(ExactScan, "top", lambda *a: one.append(a[-1]) or real_one(*a))
+    monkeypatch.setattr(ExactScan, "top_k", lambda *a: batch.append(a[-1]) or real_batch(*a))
+    monkeypatch.setattr(ExactScan, "best_one", not_called)
+    monkeypatch.setattr(ExactScan, "best_shared", not_called)
     hits = MultiStepSearcher(model, index).search(QUERIES[:1], k=3)[0]
     assert one == [POOL] * 3 and batch == []
     assert_same(as_tuples(hits), reference(model, index, QUERIES[0], 3, 1e6))
