@@ -20,13 +20,15 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import torch
 from safetensors.torch import save_file
+from transformers import PreTrainedTokenizerBase
 
 from qrag_integrations._version import __version__
 from qrag_integrations.core.atomic import SaveKind, atomic_dir
+from qrag_integrations.core.config import QRAGConfig
 from qrag_integrations.core.encoder import MeanPoolEncoder
 from qrag_integrations.core.errors import CheckpointError
 from qrag_integrations.core.manifests import read_manifest_file
@@ -39,10 +41,27 @@ ENCODER_DIRS = {"state_encoder": "state_encoder", "chunk_encoder": "chunk_encode
 PARTIAL_WEIGHTS_FILE = "trained_weights.safetensors"
 CARD_FILE = "README.md"
 REFERENCE_FILES = ("model_best.pt", "model_last.pt")
-#: A checkpoint folder: what :func:`save_pretrained` may replace.
-if TYPE_CHECKING:
-    from qrag_integrations.core.model import QRAGModel
 
+
+class SavableModel(Protocol):
+    """What a checkpoint reads of a :class:`~qrag_integrations.core.model.QRAGModel` (a protocol,
+    so that the model, which saves through this module, is not imported back)."""
+
+    @property
+    def config(self) -> QRAGConfig: ...
+    @property
+    def embedding_dim(self) -> int: ...
+    @property
+    def tokenizer(self) -> PreTrainedTokenizerBase: ...
+    @property
+    def state_encoder(self) -> MeanPoolEncoder: ...
+    @property
+    def chunk_encoder(self) -> MeanPoolEncoder: ...
+    def trained_state_dict(self) -> dict[str, torch.Tensor]: ...
+    def state_dict(self) -> dict[str, Any]: ...
+
+
+#: A checkpoint folder: what :func:`save_pretrained` may replace.
 CHECKPOINT_SAVE = SaveKind(
     "Q-RAG checkpoint",
     frozenset(
@@ -77,7 +96,7 @@ def tensor_fingerprint(tensors: dict[str, torch.Tensor]) -> str:
     return digest.hexdigest()
 
 
-def base_fingerprint(model: QRAGModel) -> str:
+def base_fingerprint(model: SavableModel) -> str:
     """Fingerprint of the frozen (not saved) part of a partial checkpoint's state encoder."""
     trained = set(model.trained_state_dict())
     frozen = {
@@ -88,13 +107,13 @@ def base_fingerprint(model: QRAGModel) -> str:
     return tensor_fingerprint(frozen)
 
 
-def chunk_encoder_fingerprint(model: QRAGModel) -> str:
+def chunk_encoder_fingerprint(model: SavableModel) -> str:
     """Fingerprint of the chunk encoder: chunk embeddings saved in an index depend on exactly it."""
     return tensor_fingerprint(model.chunk_encoder.state_dict())
 
 
 def save_pretrained(
-    model: QRAGModel,
+    model: SavableModel,
     path: str | os.PathLike[str],
     card_notes: str = "",
     weights_dtype: torch.dtype | None = None,
@@ -126,7 +145,10 @@ def save_pretrained(
 
 
 def write_checkpoint_files(
-    model: QRAGModel, folder: Path, card_notes: str = "", weights_dtype: torch.dtype | None = None
+    model: SavableModel,
+    folder: Path,
+    card_notes: str = "",
+    weights_dtype: torch.dtype | None = None,
 ) -> None:
     """Write the files of a checkpoint into ``folder``, an empty scratch folder of the caller's
     :func:`~qrag_integrations.core.atomic.atomic_dir` (see :func:`save_pretrained` for the arguments)."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 from pydantic import ValidationError
 
@@ -18,8 +18,6 @@ from qrag_integrations.frameworks.conversion import llama_index_nodes, vector_st
 
 if TYPE_CHECKING:
     from llama_index.core.schema import BaseNode
-
-    from qrag_integrations.frameworks.retriever import QRAGRetriever
 
 
 #: Fields that only a store-backed retriever uses (refused, and not saved, without a store).
@@ -75,7 +73,7 @@ class RetrieverConstructors:
         k: int = 4,
         doc_id: str | None = None,
         **kwargs: Any,
-    ) -> QRAGRetriever:
+    ) -> Self:
         """Index raw texts, each one chunk (as :meth:`add_texts`).
 
         Args:
@@ -102,7 +100,7 @@ class RetrieverConstructors:
         k: int = 4,
         text_splitter: Any = None,
         **kwargs: Any,
-    ) -> QRAGRetriever:
+    ) -> Self:
         """Index LangChain ``Document``\\ s or LlamaIndex ``Document``/nodes.
 
         Args:
@@ -121,7 +119,7 @@ class RetrieverConstructors:
     @classmethod
     def from_nodes(
         cls, nodes: Sequence[BaseNode], checkpoint: str | None = None, k: int = 4, **kwargs: Any
-    ) -> QRAGRetriever:
+    ) -> Self:
         """Index LlamaIndex nodes (ids, metadata and source document are kept)."""
         cls._refuse_unknown(kwargs, "from_nodes", "text_splitter")
         return cls.from_documents(list(nodes), checkpoint=checkpoint, k=k, **kwargs)
@@ -129,7 +127,7 @@ class RetrieverConstructors:
     @classmethod
     def from_llama_index(
         cls, index: Any, checkpoint: str | None = None, k: int = 4, **kwargs: Any
-    ) -> QRAGRetriever:
+    ) -> Self:
         """Re-index the nodes of an existing LlamaIndex index (e.g. a ``VectorStoreIndex``).
 
         The nodes come from its docstore; chunk embeddings are recomputed with the Q-RAG chunk
@@ -146,7 +144,7 @@ class RetrieverConstructors:
         checkpoint: str | None = None,
         k: int = 4,
         **kwargs: Any,
-    ) -> QRAGRetriever:
+    ) -> Self:
         """Re-index the documents of a LangChain vector store.
 
         Args:
@@ -166,7 +164,7 @@ class RetrieverConstructors:
     @classmethod
     def from_store(
         cls, store: Any, checkpoint: str | None = None, k: int = 4, **kwargs: Any
-    ) -> QRAGRetriever:
+    ) -> Self:
         """Search a vector store in place, nothing copied.
 
         Args:
@@ -186,7 +184,7 @@ class RetrieverConstructors:
     @classmethod
     def from_qdrant(
         cls, collection_name: str, url: str | None = None, path: str | None = None, **kwargs: Any
-    ) -> QRAGRetriever:
+    ) -> Self:
         """Over a Qdrant collection: a server at ``url``, local files at ``path``, or in memory.
 
         Args:
@@ -202,7 +200,7 @@ class RetrieverConstructors:
         return cls(store=connect(url=url, path=path), collection_name=collection_name, **kwargs)
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str], device: str | None = None) -> QRAGRetriever:
+    def load(cls, path: str | os.PathLike[str], device: str | None = None) -> Self:
         """Load a retriever written by :meth:`save` (every setting kept; no pickle).
 
         Args:
