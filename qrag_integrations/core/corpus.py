@@ -39,7 +39,8 @@ class Corpus(Protocol):
         ...
 
     def delete(self, ids: Sequence[str]) -> int:
-        """Remove chunks by id; returns how many were removed."""
+        """Remove chunks by chunk id, and every chunk of a document by its document id;
+        returns how many chunks were removed."""
         ...
 
     def get(self, ids: Sequence[str]) -> list[Chunk]:
@@ -88,7 +89,8 @@ class IndexCorpus:
         )
 
     def delete(self, ids: Sequence[str]) -> int:
-        return self.index.delete(validation.as_ids(ids))
+        ids = validation.as_ids(ids)
+        return self.index.delete(ids + self.index.chunks_of_documents(ids))
 
     def get(self, ids: Sequence[str]) -> list[Chunk]:
         return self.index.get(ids)

@@ -204,6 +204,11 @@ class ChunkIndex:
         if clash:
             raise QRAGError(f"ids already in the index: {clash[:5]} (delete them first)")
 
+    def chunks_of_documents(self, doc_ids: Sequence[str]) -> list[str]:
+        """Ids of every chunk of these documents, in document order."""
+        wanted = set(doc_ids)
+        return [c.id for c in self._snapshot.chunks if c.doc_id in wanted]
+
     def delete(self, ids: Sequence[str]) -> int:
         """Remove chunks by id; unknown ids are ignored. Returns how many were removed."""
         with self._lock:

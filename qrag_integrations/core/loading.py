@@ -15,6 +15,7 @@ import torch
 from safetensors.torch import load_file
 from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedTokenizerBase
 
+from qrag_integrations.core import validation
 from qrag_integrations.core.checkpoint import (
     CONFIG_FILE,
     ENCODER_DIRS,
@@ -176,6 +177,7 @@ def load_model(
     Raises:
         CheckpointError: missing, corrupt or mismatching files, with the problem named.
     """
+    validation.check_device(device)
     if checkpoint is None:
         checkpoint = default_checkpoint()
     checkpoint = resolve_packaged_checkpoint(checkpoint)

@@ -55,7 +55,38 @@ def check_texts(texts: Any) -> list[str]:
     bad = [i for i, t in enumerate(texts) if not isinstance(t, str)]
     if bad:
         raise QRAGError(f"texts must be strings; item {bad[0]} is {type(texts[bad[0]]).__name__}")
+    blank = [i for i, t in enumerate(texts) if not t.strip()]
+    if blank:
+        raise QRAGError(
+            f"texts must not be blank; {len(blank)} are (first: item {blank[0]}): drop them first "
+            "(nothing in them can be found)"
+        )
     return texts
+
+
+def check_device(device: Any) -> None:
+    """A device torch knows and this machine has: ``"cpu"``, ``"cuda"``, ``"cuda:N"``, ``"mps"``."""
+    import torch  # here, not at import: validation is imported by light modules too
+
+    try:
+        where = torch.device(device)
+    except (RuntimeError, TypeError) as exc:
+        raise QRAGError(
+            f"device {device!r} is not a device name: use 'cpu', 'cuda', 'cuda:N' or 'mps'"
+        ) from exc
+    if where.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0:
+            raise QRAGError(
+                f"device {device!r}: this machine has no CUDA GPU that torch can use "
+                f"(torch {torch.__version__}); use device='cpu'"
+            )
+        if where.index is not None and where.index >= count:
+            raise QRAGError(
+                f"device {device!r}: this machine has {count} CUDA GPU(s), 0-{count - 1}"
+            )
+    elif where.type == "mps" and not torch.backends.mps.is_available():
+        raise QRAGError(f"device {device!r}: MPS is not available here; use device='cpu'")
 
 
 def check_chunk_ids(ids: Any) -> list[str]:

@@ -12,12 +12,19 @@ imported; the core never imports it.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.documents import Document as LCDocument
-from llama_index.core.schema import BaseNode, NodeWithScore, TextNode
+from llama_index.core.schema import (
+    BaseNode,
+    NodeRelationship,
+    NodeWithScore,
+    RelatedNodeInfo,
+    TextNode,
+)
 
 from qrag_integrations.core.chunks import Chunk, derived_chunk_ids
 from qrag_integrations.core.errors import QRAGError
@@ -28,13 +35,17 @@ DOCUMENT_KEY = "source"
 
 #: Metadata keys added to every result.
 META_STEP, META_Q, META_POSITION, META_SCORE = "qrag_step", "qrag_q_value", "qrag_position", "score"
+#: Metadata key of a result's document id (also the LlamaIndex node's ``ref_doc_id``).
+META_DOC = "qrag_doc_id"
 
 
 # -- hits and chunks -> framework objects -----------------------------------------------------
 def hit_metadata(hit: Hit) -> dict[str, Any]:
-    """The chunk's metadata plus the pick's step, Q-value, position and score (= Q-value)."""
+    """The chunk's metadata plus its document id and the pick's step, Q-value, position and
+    score (= Q-value)."""
     return {
         **hit.chunk.metadata,
+        META_DOC: hit.chunk.doc_id,
         META_STEP: hit.step,
         META_Q: hit.q_value,
         META_POSITION: hit.position,
@@ -48,8 +59,14 @@ def hit_to_langchain(hit: Hit) -> LCDocument:
 
 
 def hit_to_llama_index(hit: Hit) -> NodeWithScore:
-    """A hit as a LlamaIndex ``NodeWithScore`` (node id = chunk id, score = Q-value)."""
-    node = TextNode(id_=hit.chunk.id, text=hit.chunk.text, metadata=hit_metadata(hit))
+    """A hit as a LlamaIndex ``NodeWithScore`` (node id = chunk id, ``ref_doc_id`` = its
+    document, score = Q-value)."""
+    node = TextNode(
+        id_=hit.chunk.id,
+        text=hit.chunk.text,
+        metadata=hit_metadata(hit),
+        relationships={NodeRelationship.SOURCE: RelatedNodeInfo(node_id=hit.chunk.doc_id)},
+    )
     return NodeWithScore(node=node, score=hit.q_value)
 
 
@@ -108,6 +125,8 @@ def documents_to_chunks(
         there is none (:func:`~qrag_integrations.core.chunks.derived_chunk_ids`), or ``None``
         when no document brought one.
 
+    Blank documents and pieces are skipped with one warning.
+
     Raises:
         QRAGError: an item is not a framework document, a text is not a string, or the splitter
             has neither method.
@@ -119,10 +138,14 @@ def documents_to_chunks(
     rows = ChunkRows()
     ids: list[str | None] = []
     groups: list[str | None] = []
+    blank: list[int] = []
 
     def push(text: Any, meta: dict[str, Any], chunk_id: str | None, doc_id: str | None) -> None:
         if not isinstance(text, str):
             raise QRAGError(f"document text must be a string, got {type(text).__name__}")
+        if not text.strip():  # a blank page or piece: nothing in it can be found
+            blank.append(len(blank))
+            return
         rows.texts.append(text)
         rows.metadatas.append(dict(meta))
         ids.append(chunk_id or None)
@@ -156,6 +179,12 @@ def documents_to_chunks(
             raise QRAGError(
                 f"documents must be LangChain Documents or LlamaIndex nodes; item {i} is {type(doc).__name__}"
             )
+    if blank:
+        warnings.warn(
+            f"skipped {len(blank)} blank document(s) or piece(s): nothing in them can be found",
+            UserWarning,
+            stacklevel=3,
+        )
     rows.given_ids = any(ids)
     derived = derived_chunk_ids(rows.texts, groups, rows.metadatas)
     rows.ids = [given or made for given, made in zip(ids, derived)]

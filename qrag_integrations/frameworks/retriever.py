@@ -12,6 +12,7 @@ framework objects and chunks in :mod:`~qrag_integrations.frameworks.conversion`,
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -44,9 +45,13 @@ from qrag_integrations.frameworks.conversion import (
     document_of,
     documents_to_chunks,
 )
+from qrag_integrations.frameworks.filters import as_filter
 from qrag_integrations.frameworks.retriever_bases import LangChainFace, LlamaIndexFace
 from qrag_integrations.stores.corpus import StoreCorpus, open_store
 from qrag_integrations.stores.search import StoreStats
+
+#: Adds of more chunks than this show a progress bar on a terminal (``show_progress=None``).
+PROGRESS_FROM = 1000
 
 #: Fields of the LangChain / LlamaIndex base classes that a save does not keep.
 _NOT_SAVED = frozenset({"callback_manager", "object_map", "callbacks", "tags", "metadata"})
@@ -104,8 +109,9 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
     their own."""
     batch_size: int = Field(default=64, ge=1)
     """Chunks per encoder batch when embedding."""
-    show_progress: bool = False
-    """Show a progress bar while embedding chunks."""
+    show_progress: bool | None = None
+    """Progress bar while embedding; ``None``: on for adds of over 1,000 chunks when stderr is a
+    terminal."""
     faiss_candidates: int | None = None
     """Approximate mode for very large indexes: FAISS pre-selects this many candidates per step."""
     scan: str = "exact"
@@ -191,6 +197,7 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
             raise QRAGError(
                 f"index_dtype must be one of {sorted(INDEX_DTYPES)}, got {self.index_dtype!r}"
             )
+        validation.check_device(self.device)
         if model is None:
             if self.checkpoint is None:
                 self.checkpoint = default_checkpoint()
@@ -348,12 +355,18 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
         return self.add_documents(list(nodes))
 
     def delete(self, ids: Sequence[str] | None = None, **kwargs: Any) -> bool:
-        """Delete chunks by id (no re-embedding). Returns ``True`` if any was removed; ``kwargs``:
-        none is taken (any name raises :class:`~qrag_integrations.core.errors.UnknownOptionError`)."""
+        """Delete chunks by chunk id, and every chunk of a document by its document id (no
+        re-embedding). Returns ``True`` if any was removed; ``kwargs``: none is taken (any name
+        raises :class:`~qrag_integrations.core.errors.UnknownOptionError`)."""
         check_options(kwargs, ("ids",), f"{type(self).__name__}.delete")
         if ids is None:
             raise QRAGError("delete needs ids=[...]")
         return self._corpus.delete([ids] if isinstance(ids, str) else ids) > 0
+
+    def delete_ref_doc(self, ref_doc_id: str, **kwargs: Any) -> None:
+        """LlamaIndex-style: delete every chunk of the document ``ref_doc_id``; ``kwargs``
+        (LlamaIndex's ``delete_from_docstore``) are accepted and ignored: the chunks are ours."""
+        self.delete([ref_doc_id])
 
     def get_by_ids(self, ids: Sequence[str]) -> list[LCDocument]:
         """Documents of the given chunk ids (unknown ids skipped)."""
@@ -367,8 +380,11 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
         doc_ids: list[str],
         replace: bool = False,
     ) -> list[str]:
+        progress = self.show_progress
+        if progress is None:
+            progress = len(texts) > PROGRESS_FROM and sys.stderr.isatty()
         return self._corpus.add(
-            texts, metas, ids, doc_ids, self.batch_size, self.show_progress, replace=replace
+            texts, metas, ids, doc_ids, self.batch_size, progress, replace=replace
         )
 
     # -- searching ------------------------------------------------------------------------------
@@ -397,7 +413,7 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
         stop_threshold = self.stop_threshold if stop_threshold is None else stop_threshold
         validation.check_stop_threshold(stop_threshold)
         return self._run_search(
-            list(queries), k, stop_threshold, self.filter if filter is None else filter
+            list(queries), k, stop_threshold, as_filter(self.filter if filter is None else filter)
         )
 
     def _run_search(

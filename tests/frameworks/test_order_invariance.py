@@ -16,8 +16,8 @@ from search_reference import with_config
 from qrag_integrations import QRAGRetriever
 
 QUESTIONS = list(BABI_QUESTIONS[:4])
-#: Five documents of one to four chunks each, cut from the bAbI-style sentences.
-CUTS = (0, 3, 4, 8, 10, len(BABI_TEXTS))
+#: Five documents of one to three chunks each, cut from the bAbI-style sentences.
+CUTS = (0, 3, 4, 7, 8, len(BABI_TEXTS))
 DOCUMENTS = {f"doc{i}": list(BABI_TEXTS[a:b]) for i, (a, b) in enumerate(itertools.pairwise(CUTS))}
 #: The default checkpoint's search rules (BM25 fusion, its gap, restatements), on a tiny model.
 DEFAULT_RULES = {

@@ -201,3 +201,30 @@ def test_source_metadata_groups_chunks_into_documents(make):
     one.add_texts(TEXTS, doc_id="story")
     assert {c.doc_id for c in one.index.snapshot().chunks} == {"story"}
     assert [c.text for c in one.index.snapshot().chunks] == TEXTS
+
+
+def test_results_name_their_document_and_delete_takes_document_ids(make):
+    """A hit names its document (``metadata["qrag_doc_id"]``; LlamaIndex ``ref_doc_id``);
+    ``delete([doc_id])`` and LlamaIndex ``delete_ref_doc`` remove every chunk of it."""
+    r = make()
+    r.add_texts(TEXTS[:6], doc_id="story")
+    r.add_texts(TEXTS[6:], metadatas=[{"source": "notes"}] * len(TEXTS[6:]))
+    doc = r.invoke(QUESTIONS[0], k=len(TEXTS))[0]
+    assert doc.metadata["qrag_doc_id"] in {"story", "notes"}
+    node = r.retrieve(QUESTIONS[0])[0]
+    assert node.node.ref_doc_id == node.node.metadata["qrag_doc_id"]
+    assert r.delete(["story"]) is True and len(r) == len(TEXTS) - 6
+    r.delete_ref_doc("notes")
+    assert len(r) == 0
+
+
+def test_blank_input_is_refused_or_skipped_by_name(make):
+    r = make()
+    with pytest.raises(QRAGError, match="blank"):
+        r.add_texts(["a fact", "  "])
+    assert len(r) == 0
+    with pytest.warns(UserWarning, match="skipped 1 blank"):
+        r.add_documents([LCDocument(page_content=""), LCDocument(page_content="a fact")])
+    assert len(r) == 1
+    with pytest.raises(QRAGError, match="single Document: pass \\[document\\]"):
+        r.add_documents(LCDocument(page_content="a fact"))

@@ -35,7 +35,7 @@ QUESTION = BABI_QUESTIONS[0]
 TEXTS = [*BABI_TEXTS, "Bill journeyed to the north.", "Emma went to the city."]
 IDS = chunk_ids(TEXTS)
 METAS = [{"src": "even" if i % 2 == 0 else "odd", "n": i} for i in range(len(TEXTS))]
-QRAG_KEYS = {"qrag_step", "qrag_q_value", "qrag_position", "score"}
+QRAG_KEYS = {"qrag_step", "qrag_q_value", "qrag_position", "score", "qrag_doc_id"}
 
 
 def summary(docs: list[LCDocument]) -> list[tuple[str, str, int, int]]:
