@@ -1,0 +1,113 @@
+"""Same documents, another order of arrival: does the default retriever pick the same chunks?
+
+Real text: the paragraphs of SQuAD v2 dev articles 0-16 (validation articles; 18-34 are never
+read), as LangChain ``Document``\\ s, one chunk each; a seeded sample of answerable questions,
+each with its own paragraph as support. The same paragraphs are added in ``--orders`` shuffled
+orders (the first: file order), two ways:
+
+- ``own``: no document named, each paragraph its own document;
+- ``articles``: ``metadata["source"]`` = the article, paragraphs of an article in file order,
+  the articles shuffled (and interleaved in the order of arrival).
+
+For each way it prints the share of questions whose ``k`` picks are the same (ids, in order) as
+in file order, and hit@k of each order (the question's paragraph among the picks).
+
+    python -m benchmarks.consistency.run --questions 300 --orders 3 --out benchmarks/consistency/results/order_val.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import time
+from typing import Any
+
+from langchain_core.documents import Document
+from qrag_training.data.squad import read_articles
+
+from benchmarks.harness.results import provenance, set_threads, write_json
+from qrag_integrations import QRAGRetriever
+from qrag_integrations.core.defaults import default_checkpoint
+
+ARTICLES = 17
+
+
+def corpus(seed: int, n: int) -> tuple[list[Document], list[tuple[str, str]]]:
+    """Every paragraph as a Document (id ``a<article>p<paragraph>``), and ``n`` seeded
+    ``(question, paragraph id)`` pairs."""
+    docs, questions = [], []
+    for a, article in enumerate(read_articles(ARTICLES)):
+        for p, para in enumerate(article["paragraphs"]):
+            pid = f"a{a}p{p}"
+            docs.append(
+                Document(
+                    id=pid, page_content=para["context"], metadata={"source": article["title"]}
+                )
+            )
+            questions += [(qa["question"], pid) for qa in para["qas"] if not qa["is_impossible"]]
+    return docs, random.Random(seed).sample(questions, n)
+
+
+def arrival(docs: list[Document], way: str, rng: random.Random) -> list[Document]:
+    """``docs`` in a new order of arrival: any order (``own``), or each article's paragraphs in
+    file order, the articles interleaved at random (``articles``)."""
+    if way == "own":
+        return rng.sample(docs, len(docs))
+    queues: dict[str, list[Document]] = {}
+    for d in docs:
+        queues.setdefault(d.metadata["source"], []).append(d)
+    slots = [s for s, q in queues.items() for _ in q]
+    rng.shuffle(slots)
+    return [queues[s].pop(0) for s in slots]
+
+
+def picks(docs: list[Document], way: str, questions: list[str], k: int) -> list[list[str]]:
+    if way == "own":  # no document named: drop the source
+        docs = [Document(id=d.id, page_content=d.page_content) for d in docs]
+    retriever = QRAGRetriever.from_documents(docs, checkpoint=default_checkpoint(), k=k)
+    return [[h.chunk.id for h in hits] for hits in retriever.search(questions, k=k)]
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--questions", type=int, default=300)
+    p.add_argument("--orders", type=int, default=3, help="orders of arrival, file order first")
+    p.add_argument("--k", type=int, default=3)
+    p.add_argument("--seed", type=int, default=555564, help="question sample and orders")
+    p.add_argument("--ways", default="own,articles")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--out", default=None)
+    args = p.parse_args(argv)
+    set_threads(args.threads)
+    docs, sample = corpus(args.seed, args.questions)
+    questions, support = [q for q, _ in sample], [s for _, s in sample]
+    out: dict[str, Any] = {**provenance(argv, args.threads), "split": "validation", "ways": {}}
+    for way in args.ways.split(","):
+        rng = random.Random(args.seed)
+        runs = []
+        for i in range(args.orders):
+            order = docs if i == 0 else arrival(docs, way, rng)
+            start = time.perf_counter()
+            runs.append(picks(order, way, questions, args.k))
+            print(f"{way} order {i}: {time.perf_counter() - start:.0f} s", flush=True)
+        base = runs[0]
+        same = [sum(a == b for a, b in zip(run, base)) / len(base) for run in runs[1:]]
+        hits = [sum(s in r for s, r in zip(support, run)) / len(run) for run in runs]
+        out["ways"][way] = {"same_picks_vs_file_order": same, f"hit@{args.k}": hits}
+        print(
+            f"{way}: same {args.k} picks as file order "
+            + " / ".join(f"{x:.3f}" for x in same)
+            + f"; hit@{args.k} "
+            + " / ".join(f"{x:.3f}" for x in hits),
+            flush=True,
+        )
+    out.update(
+        {"questions": args.questions, "paragraphs": len(docs), "articles": ARTICLES, "k": args.k}
+    )
+    if args.out:
+        write_json(args.out, out)
+    return out
+
+
+if __name__ == "__main__":
+    main()
