@@ -11,7 +11,9 @@
 # training (time_budget_minutes; unset: the preset's); NAME the run's name (PRESET); INIT a
 # checkpoint folder to continue (init_from), its trained layers first re-attached to the remote
 # base; QUICK=1 a seconds-long rehearsal at tiny sizes; UNPACK_ONLY=1 unpack the bundle and stop,
-# so that a second call on the same warm machine can carry what the bundle left no room for (INIT).
+# so that a second call on the same warm machine can carry what the bundle left no room for (INIT);
+# after it, runs sharing the GPU start side by side, each with its own NAME (`... &` then `wait`).
+# No end-of-run report there (its BM25 baseline needs bm25s): qrag-eval --compare-baselines here.
 # Back in OUT: NAME.tar (the exported checkpoint, fp16, its card from the run's record; in 14 MiB
 # parts NAME.tar.part_* when larger) and NAME-record.tar.gz (metrics.jsonl, configs, log). Here:
 #   tar xf NAME.tar && python -m qrag_training.export NAME DEST --base-model packaged:all-MiniLM-L6-v2
