@@ -13,8 +13,11 @@ import numpy as np
 import torch
 
 from qrag_integrations.core.errors import QRAGError
+from qrag_integrations.core.filters import compile_filter
 
-#: A metadata filter: ``{"key": value}`` (equality), ``{"key": [v1, v2]}`` (any of), or a callable.
+#: A metadata filter: a mapping in the language of :mod:`~qrag_integrations.core.filters`
+#: (``{"key": value}``, ``{"key": [v1, v2]}``, operator dicts, ``$and`` / ``$or`` / ``$not``) or a
+#: callable on a chunk's metadata.
 MetadataFilter = Mapping[str, Any] | Callable[[dict[str, Any]], bool]
 
 
@@ -50,31 +53,23 @@ class Snapshot:
         means all rows."""
         if filter is None:
             return None
-        test = filter if callable(filter) else mapping_filter(filter)
+        test = compile_filter(filter)
         return np.fromiter(
             (i for i, c in enumerate(self.chunks) if test(c.metadata)), dtype=np.int64
         )
 
 
 def mapping_filter(filter: Mapping[str, Any]) -> Callable[[Mapping[str, Any]], bool]:
-    """The test a ``{"key": value or [values]}`` filter stands for: every key present, its value
-    equal to the value or to one of the values. The one definition every search path (in-memory
-    and store-backed) checks chunks with.
+    """The test a filter mapping stands for (the language of :mod:`~qrag_integrations.core.filters`,
+    parsed and checked once): the one definition every search path (in-memory and store-backed)
+    checks chunks with.
 
     Raises:
-        QRAGError: ``filter`` is not a mapping.
+        QRAGError: ``filter`` is not a mapping, or not a filter (unknown operator, bad operand).
     """
     if not isinstance(filter, Mapping):
         raise QRAGError(f"filter must be a mapping or a callable, got {type(filter).__name__}")
-    wanted = {
-        k: (list(v) if isinstance(v, (list, tuple, set, frozenset)) else [v])
-        for k, v in filter.items()
-    }
-
-    def test(meta: Mapping[str, Any]) -> bool:
-        return all(k in meta and meta[k] in values for k, values in wanted.items())
-
-    return test
+    return compile_filter(filter)
 
 
 def document_sort_key(doc_id: str) -> tuple[tuple[int, int | str], ...]:
