@@ -2,7 +2,7 @@
 
 Positions are integers: the reference implementation looks rotation angles up in an integer
 table, so a relative layout ``linspace(0, 18, n)`` is floored. Integer positions also make runs
-of neighbouring chunks share one position, which the search exploits (see ``search.py``).
+of neighbouring chunks share one position, which the search exploits (see ``exact_scan.py``).
 """
 
 from __future__ import annotations

@@ -42,6 +42,7 @@ from qrag_integrations.core.lexical import (
     fusion_of,
 )
 from qrag_integrations.core.model import QRAGModel
+from qrag_integrations.core.scan import Scored
 from qrag_integrations.core.scorers import (
     CompactScorer,
     ExactScorer,
@@ -262,21 +263,7 @@ class MultiStepSearcher:
             taken = [picked[b] for b in active]
             one_layout = shared and self.exact.one_layout(candidates[0], taken, number)  # type: ignore[arg-type]
             step = Step(number, active, [candidates[b] for b in active], states, taken, one_layout)
-            # the candidate pool: Q's best untaken, where a rule reads it
-            fuses = fusion is not None and fusion.at(number)
-            depth = POOL if margin is not None else fusion.depth if fuses else None  # type: ignore[union-attr]
-            pools = None if depth is None else self.exact.pools(step, depth)
-            # the pick: by the rules where they apply, else the scorer's arg-max
-            best: list[tuple[int, float, int] | None]
-            if fuses:
-                best = fusion.picks(step, pools)  # type: ignore[union-attr,arg-type]
-            elif pools is not None:
-                best = [pool_best(p) for p in pools]
-            else:
-                best = scorer.picks(step)
-            if margin is not None:
-                similarity = self.model.config.supersede_similarity
-                best = superseded(step, pools, best, texts, margin, similarity)  # type: ignore[arg-type]
+            best = self._picks(step, texts, scorer, fusion, margin)
             still = []
             for pick, b in zip(best, active):
                 if pick is None:  # nothing left that this question may get
@@ -292,6 +279,28 @@ class MultiStepSearcher:
                 still.append(b)
             active = still
         return results
+
+    def _picks(
+        self,
+        step: Step,
+        texts: list[str],
+        scorer: Scorer,
+        fusion: Fusion | None,
+        margin: float | None,
+    ) -> list[Scored | None]:
+        """Each question's pick at ``step`` (``texts``: its state texts): from the candidate pool
+        (Q's best untaken) where a rule reads it, by BM25 fusion or Q's best, a later restatement
+        superseding it; else the scorer's arg-max."""
+        fuses = fusion is not None and fusion.at(step.number)
+        depth = POOL if margin is not None else fusion.depth if fuses else None  # type: ignore[union-attr]
+        if depth is None:
+            return scorer.picks(step)
+        pools = self.exact.pools(step, depth)
+        best = fusion.picks(step, pools) if fuses else [pool_best(p) for p in pools]  # type: ignore[union-attr]
+        if margin is None:
+            return best
+        similarity = self.model.config.supersede_similarity
+        return superseded(step, pools, best, texts, margin, similarity)
 
     # -- choices made once per search -----------------------------------------------------------
     def _scorer_for(self, candidates: IndexCandidates) -> Scorer:
