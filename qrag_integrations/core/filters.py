@@ -82,7 +82,7 @@ Node = Field | AllOf | AnyOf | Not
 
 def _supported() -> str:
     return (
-        "a filter is {key: value}, {key: [values]} (any of), {key: {op: operand}} with op one of "
+        "supported: {key: value}, {key: [values]} (any of), {key: {op: operand}} with op one of "
         f"{', '.join(FIELD_OPERATORS)}, or {', '.join(LOGICAL_OPERATORS)} over filters"
     )
 

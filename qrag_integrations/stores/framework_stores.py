@@ -18,17 +18,13 @@ from langchain_core.documents import Document as LCDocument
 from langchain_core.vectorstores import InMemoryVectorStore
 from llama_index.core.schema import TextNode
 from llama_index.core.vector_stores import SimpleVectorStore
-from llama_index.core.vector_stores.types import (
-    FilterOperator,
-    MetadataFilter,
-    MetadataFilters,
-    VectorStoreQuery,
-)
+from llama_index.core.vector_stores.types import VectorStoreQuery
 
 from qrag_integrations.core.chunks import Chunk, mapping_filter
 from qrag_integrations.core.errors import IndexMismatchError, QRAGError
 from qrag_integrations.core.model import QRAGModel
 from qrag_integrations.frameworks.embeddings import QRAGEmbeddings
+from qrag_integrations.frameworks.filters import as_filter
 from qrag_integrations.stores.rows import (
     KEY_DOC_ID,
     KEY_DOC_RANK,
@@ -60,8 +56,9 @@ def _next_rank(metas: list[Mapping[str, Any]]) -> int:
 class LangChainMemorySource:
     """A LangChain ``InMemoryVectorStore`` built with :class:`QRAGEmbeddings` of this checkpoint.
 
-    Filters: a ``{"key": value or [values]}`` mapping, or LangChain's own ``Callable[[Document],
-    bool]`` passed through.
+    Filters: a filter mapping (:mod:`~qrag_integrations.core.filters`) or LlamaIndex
+    ``MetadataFilters``, applied by the store as a callable and checked again here, or LangChain's
+    own ``Callable[[Document], bool]`` passed through.
     """
 
     def __init__(self, store: InMemoryVectorStore, model: QRAGModel) -> None:
@@ -86,6 +83,7 @@ class LangChainMemorySource:
             row_chunk(first["text"], first["metadata"], self.fingerprint, self._where)
 
     def _filter(self, filter: Any) -> Callable[[LCDocument], bool] | None:
+        filter = as_filter(filter)
         if filter is None or (callable(filter) and not isinstance(filter, Mapping)):
             return filter
         if not isinstance(filter, Mapping):
@@ -174,35 +172,12 @@ class LangChainMemorySource:
         self.store.add_documents(docs, ids=[r.id for r in rows])
 
 
-def llama_filters(filter: Any) -> MetadataFilters | None:
-    """A ``{"key": value or [values]}`` mapping as LlamaIndex ``MetadataFilters``; a
-    ``MetadataFilters`` is passed through."""
-    if filter is None or isinstance(filter, MetadataFilters):
-        return filter
-    if not isinstance(filter, Mapping):
-        raise QRAGError(
-            f"a LlamaIndex store takes a mapping or MetadataFilters, not {type(filter).__name__}"
-        )
-    try:
-        return MetadataFilters(
-            filters=[
-                MetadataFilter(key=k, value=list(v), operator=FilterOperator.IN)
-                if isinstance(v, (list, tuple, set, frozenset))
-                else MetadataFilter(key=k, value=v, operator=FilterOperator.EQ)
-                for k, v in filter.items()
-            ]
-        )
-    except ValueError as exc:  # pydantic: a value LlamaIndex filters cannot hold
-        raise QRAGError(
-            f"a LlamaIndex store cannot filter on {dict(filter)!r}: its MetadataFilters match an int, float or str, "
-            f"or a list of one of those types ({type(exc).__name__})"
-        ) from exc
-
-
 class LlamaIndexSimpleSource:
     """A LlamaIndex ``SimpleVectorStore`` (its ``query``, ``get``, ``add``, ``delete_nodes``).
 
-    Filters: a ``{"key": value or [values]}`` mapping or LlamaIndex ``MetadataFilters``.
+    Filters: a filter mapping (:mod:`~qrag_integrations.core.filters`) or LlamaIndex
+    ``MetadataFilters`` (in that meaning), checked in our code on every node's metadata; the
+    store's query is then restricted to the matching node ids.
     """
 
     def __init__(self, store: SimpleVectorStore, model: QRAGModel) -> None:
@@ -225,18 +200,32 @@ class LlamaIndexSimpleSource:
         chunk, key = row_chunk(str(meta.get(KEY_TEXT, "")), user, self.fingerprint, self._where)
         return chunk, key
 
-    def _query(self, vector: Sequence[float], k: int, filter: Any) -> list[str]:
-        query = VectorStoreQuery(
-            query_embedding=list(vector), similarity_top_k=k, filters=llama_filters(filter)
-        )
-        return list(self.store.query(query).ids or [])
+    def _test(self, filter: Any) -> Callable[[Mapping[str, Any]], bool]:
+        filter = as_filter(filter)
+        if not isinstance(filter, Mapping):
+            raise QRAGError(
+                "a LlamaIndex store takes a filter mapping or MetadataFilters, not "
+                f"{type(filter).__name__}"
+            )
+        return mapping_filter(filter)
+
+    def _user_metadata(self, node_id: str) -> dict[str, Any]:
+        meta = self.store.data.metadata_dict.get(node_id) or {}
+        return {k: v for k, v in meta.items() if k not in _LLAMA_KEYS and k not in RESERVED_KEYS}
 
     def _matching(self, filter: Any) -> list[str]:
         ids = list(self.store.data.embedding_dict)
         if filter is None:
             return ids
-        llama_filters(filter)  # a filter LlamaIndex cannot take is refused even by an empty store
-        return self._query([1.0] * self.embedding_dim, len(ids), filter) if ids else ids
+        test = self._test(filter)  # a bad filter is refused even by an empty store
+        return [i for i in ids if test(self._user_metadata(i))]
+
+    def _query(self, vector: Sequence[float], k: int, filter: Any) -> list[str]:
+        only = None if filter is None else self._matching(filter)
+        if only is not None and not only:
+            return []
+        query = VectorStoreQuery(query_embedding=list(vector), similarity_top_k=k, node_ids=only)
+        return list(self.store.query(query).ids or [])
 
     def count(self, filter: Any = None) -> int:
         """Number of chunks matching ``filter``."""

@@ -20,12 +20,15 @@ from qdrant_client import QdrantClient, models
 
 from qrag_integrations.core.chunks import Chunk
 from qrag_integrations.core.errors import IndexMismatchError, QRAGError
+from qrag_integrations.core.filters import compile_filter, parse_filter
 from qrag_integrations.core.model import QRAGModel
 from qrag_integrations.stores.qdrant_counts import METADATA, CountLayout, metadata_field
+from qrag_integrations.stores.qdrant_filters import qdrant_filter
 from qrag_integrations.stores.rows import (
     KEY_DOC_ID,
     KEY_DOC_RANK,
     KEY_ORDER,
+    RESERVED_KEYS,
     SortedKeys,
     StoredRow,
     check_dim,
@@ -72,34 +75,6 @@ def point_id(chunk_id: str) -> str:
     return str(uuid.uuid5(_ID_NAMESPACE, chunk_id))
 
 
-def qdrant_filter(filter: Any) -> models.Filter | None:
-    """A metadata filter as a Qdrant ``Filter``: a ``{"key": value or [values]}`` mapping on the
-    chunks' metadata, or a ``qdrant_client.models.Filter`` passed through as it is."""
-    if filter is None or isinstance(filter, models.Filter):
-        return filter
-    if not isinstance(filter, Mapping):
-        raise QRAGError(
-            f"a Qdrant store takes a {{key: value}} mapping or a qdrant_client.models.Filter, not {type(filter).__name__} "
-            "(the filter runs inside Qdrant)"
-        )
-    conditions = []
-    for key, value in filter.items():
-        try:
-            if isinstance(value, (list, tuple, set, frozenset)):
-                match: Any = models.MatchAny(any=list(value))
-            else:
-                match = models.MatchValue(value=value)
-            conditions.append(models.FieldCondition(key=metadata_field(key), match=match))
-        except (
-            ValueError
-        ) as exc:  # pydantic: Qdrant matches str, int and bool values, lists of one type
-            raise QRAGError(
-                f"a Qdrant store cannot filter {key!r} on {value!r}: it matches a str, int or bool, or a list of "
-                f"str or of int ({type(exc).__name__})"
-            ) from exc
-    return models.Filter(must=conditions)
-
-
 class QdrantSource:
     """A Qdrant collection written by a Q-RAG ingest: :class:`~qrag_integrations.stores.search.CandidateSource`
     and :class:`~qrag_integrations.stores.rows.StoreWriter`."""
@@ -134,7 +109,7 @@ class QdrantSource:
         self.embedding_dim = model.embedding_dim
         self.fingerprint = model_fingerprint(model)
         self._where = f"Qdrant collection {collection_name!r}"
-        self._layouts: dict[str, tuple[tuple[int, int], SortedKeys]] = {}
+        self._layouts: dict[str, tuple[tuple[int, int, int], SortedKeys]] = {}
         if not client.collection_exists(collection_name):
             if not create:
                 raise QRAGError(f"{self._where} does not exist")
@@ -207,12 +182,14 @@ class QdrantSource:
         )
 
     def count(self, filter: Any = None) -> int:
-        """Number of chunks matching ``filter``."""
-        return int(
-            self.client.count(
-                self.collection_name, count_filter=qdrant_filter(filter), exact=True
-            ).count
-        )
+        """Number of chunks matching ``filter`` (a filter mapping: as our code checks it)."""
+        if isinstance(filter, Mapping):
+            return self.layout(filter).n
+        return self._count(qdrant_filter(filter))
+
+    def _count(self, native: models.Filter | None) -> int:
+        """Number of chunks Qdrant matches with ``native``."""
+        return int(self.client.count(self.collection_name, count_filter=native, exact=True).count)
 
     def candidates(self, vector: np.ndarray, k: int, filter: Any) -> StoreCandidates:
         """The ``k`` matching chunks of highest inner product with ``vector``."""
@@ -246,21 +223,30 @@ class QdrantSource:
                 return out
 
     def layout(self, filter: Any) -> SortedKeys | CountLayout:
-        """Document order of the matching chunks (see ``rank_by``). A scrolled order is kept per
-        filter and reused while the collection's point count and Q-RAG write generation are
-        unchanged (writes that bypass the Q-RAG ingest and keep the count are not seen)."""
+        """Document order of the matching chunks (see ``rank_by``). A scrolled order holds the
+        chunks a filter mapping matches as our code checks it; a count layout, those the filter
+        pushed down to Qdrant matches. A scrolled order is kept per filter and reused while the
+        collection's point count and Q-RAG write generation are unchanged (writes that bypass the
+        Q-RAG ingest and keep the count are not seen)."""
         native = qdrant_filter(filter)
-        n = self.count(filter)
+        n = self._count(native)
         if self.rank_by == "count" or (self.rank_by == "auto" and n > 100_000):
             return CountLayout(self, native, n)
-        stamp = (int(self._metadata().get(META_GENERATION, 0)), self.count(None))
-        key = "" if native is None else native.model_dump_json()
+        stamp = (int(self._metadata().get(META_GENERATION, 0)), self._count(None), n)
+        mine = isinstance(filter, Mapping)
+        if mine:
+            key = f"ours:{parse_filter(filter)!r}"
+        else:
+            key = "" if native is None else native.model_dump_json()
         cached = self._layouts.get(key)
-        if cached is not None and cached[0] == stamp and cached[1].n == n:
+        if cached is not None and cached[0] == stamp:
             return cached[1]
         fields = [metadata_field(k) for k in (KEY_DOC_RANK, KEY_ORDER, KEY_DOC_ID)]
-        points = self._scroll(native, fields)
+        points = self._scroll(native, [METADATA] if mine else fields)
         meta = [(p.payload or {}).get(METADATA) or {} for p in points]
+        if mine:  # Qdrant may have matched more: keep what the filter matches
+            test = compile_filter(filter)
+            meta = [m for m in meta if test({k: v for k, v in m.items() if k not in RESERVED_KEYS})]
         if any(KEY_DOC_RANK not in m or KEY_ORDER not in m or KEY_DOC_ID not in m for m in meta):
             raise IndexMismatchError(
                 f"{self._where} holds points without Q-RAG order fields (written outside the Q-RAG ingest)"

@@ -9,10 +9,11 @@ state texts, anchoring and stop rule are :class:`~qrag_integrations.core.search.
 Whenever the candidates hold the exact arg-max, picks, Q-values and positions are the exact
 search's; :class:`StoreStats` counts how often they did (``check_exact=True``).
 
-A ``{"key": value or [values]}`` filter is pushed down to the store *and* every candidate the
-store returns is checked against it here (:func:`~qrag_integrations.core.chunks.mapping_filter`, the
-in-memory index's test), so a store whose filter matches more (Qdrant matches a list that holds
-the value, or a nested field by a dotted key) never makes a chunk outside the filter a pick.
+A filter mapping (:mod:`~qrag_integrations.core.filters`) is pushed down to the store as far as
+the store can say it *and* every candidate the store returns is checked against it here
+(:func:`admits`, the in-memory index's test), so a store whose filter matches more (Qdrant matches
+a list that holds the value, or a nested field by a dotted key; a part it cannot say is left out)
+never makes a chunk outside the filter a pick.
 """
 
 from __future__ import annotations
@@ -99,10 +100,15 @@ class StoreStats:
 
 
 def admits(filter: Any) -> Callable[[Chunk], bool]:
-    """Our own test of a candidate against ``filter``: a ``{"key": value or [values]}`` mapping
-    is checked on the chunk's metadata as the in-memory index checks it; a store's own filter
-    object (a Qdrant ``Filter``, LlamaIndex ``MetadataFilters``) is the store's to apply, and a
-    source re-checks what it can itself (a LangChain callable)."""
+    """Our own test of a candidate against ``filter``: a filter mapping (every form of
+    :mod:`~qrag_integrations.core.filters`) is checked on the chunk's metadata as the in-memory
+    index checks it; a store's own filter object (a Qdrant ``models.Filter``) is the store's to
+    apply, and a source re-checks what it can itself (a LangChain callable). LlamaIndex
+    ``MetadataFilters`` reach a source as a mapping (the retriever converts them).
+
+    Raises:
+        QRAGError: a mapping that is no filter (checked before any search).
+    """
     if isinstance(filter, Mapping):
         test = mapping_filter(filter)
         return lambda chunk: test(chunk.metadata)
@@ -123,6 +129,8 @@ class _Scored:
     """Their positions."""
     outside: int
     """Unpicked candidates the store returned that the filter check refused."""
+    returned: int
+    """Candidates the store returned (fewer than asked: it holds no more)."""
 
 
 class _StoreSet:
@@ -164,7 +172,19 @@ class _StoreSet:
         elif cfg.position_mode is PositionMode.DOCUMENT_RELATIVE:
             fixed = self._document_relative(ranks, picked)
         q, positions = score_at_positions(owner.model, state, vectors, ranks, self.n, picked, fixed)
-        return _Scored(chunks, ranks, q.cpu(), positions, len(unpicked) - len(keep))
+        return _Scored(
+            chunks, ranks, q.cpu(), positions, len(unpicked) - len(keep), len(got.chunks)
+        )
+
+    def _every(self, state: torch.Tensor, want: int, picked: list[int]) -> _Scored:
+        """Candidates from ``want`` on, asking for twice as many while the store returns as many
+        as asked and the filter check leaves fewer than the unpicked matching chunks (a store
+        that matches more than the filter may rank its extra chunks first)."""
+        while True:
+            found = self._scored(state, want, picked)
+            if len(found.chunks) >= self.n - len(picked) or found.returned < want:
+                return found
+            want *= 2
 
     def _document_relative(self, ranks: np.ndarray, picked: list[int]) -> np.ndarray:
         """Positions of the chunks at ``ranks`` under ``document_relative`` given the picks."""
@@ -188,8 +208,8 @@ class _StoreSet:
         owner = self.owner
         want = min(self.n, owner.candidates_per_step + len(picked))
         found = self._scored(state, want, picked)
-        if not found.chunks and found.outside and want < self.n:  # all refused: look at every match
-            found = self._scored(state, self.n, picked)
+        if not found.chunks and found.outside:  # all refused: look at every match
+            found = self._every(state, max(want, self.n), picked)
         if not found.chunks:
             if found.outside:
                 return None  # the store matches more, but nothing inside the filter is left
@@ -201,7 +221,7 @@ class _StoreSet:
         rank = int(ranks[i])
         exact_found = None
         if owner.check_exact:
-            every = self._scored(state, self.n, picked)
+            every = self._every(state, self.n, picked)
             exact_found = every.chunks[_arg_max(every.q, every.ranks)].id in {c.id for c in chunks}
         owner._count(len(chunks), exact_found)
         self._picked[rank] = chunks[i]
@@ -256,9 +276,9 @@ class StoreSearcher:
         """Search several questions (same arguments and results as
         :meth:`MultiStepSearcher.search <qrag_integrations.core.search.MultiStepSearcher.search>`).
 
-        ``filter`` is passed to the source: a ``{"key": value or [values]}`` mapping (every
-        candidate is checked against it again, see :func:`admits`), or the store's own filter
-        object. The store must not change during a search.
+        ``filter`` is passed to the source: a filter mapping (every candidate is checked
+        against it again, see :func:`admits`), or the store's own filter object. The store must
+        not change during a search.
         """
         layout = self.source.layout(filter)  # one filter for all questions: one layout
         sets = [_StoreSet(self, filter, layout) for _ in queries]
