@@ -10,18 +10,19 @@ from qrag_integrations.core.options import suggestion
 
 #: The package's shipped files (``qrag_integrations/assets``).
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
-#: Folder of the demo checkpoint shipped inside the package (MiniLM, top 2 layers trained on
-#: BabiLong-style qa1-qa5 at ~4K tokens with the next-hop warm start; see its model card and
-#: ``training/tools/export_babi_checkpoint.py``).
+#: Folder of the demo checkpoint shipped inside the package (``preset=babi_gpu``: MiniLM, top 2
+#: layers trained on BabiLong-style qa1-qa5 at 2K-8K tokens with the next-hop warm start; see its
+#: model card; ``python -m qrag_training.export`` exports such a run).
 DEMO_CHECKPOINT = ASSETS / "demo_checkpoint"
 
 #: Folder of the HotpotQA checkpoint shipped inside the package (``preset=hotpotqa_gpu``: next-hop
 #: warm start of MiniLM's top 2 layers; see its model card).
 HOTPOTQA_CHECKPOINT = ASSETS / "hotpotqa_checkpoint"
 
-#: Folder of the general checkpoint shipped inside the package (``preset=general_cpu``: next-hop
-#: warm start of the untrained MiniLM's top 2 layers on HotpotQA, BabiLong and RULER together; see
-#: its model card and ``training/tools/export_general_checkpoint.py``).
+#: Folder of the general checkpoint shipped inside the package (``preset=general_gpu``, the last of
+#: four next-hop stages from the untrained MiniLM's top 2 layers on HotpotQA, BabiLong and RULER
+#: together; see its model card; ``python -m qrag_training.export`` exports such a run, with the
+#: benchmark sections of ``benchmarks/general/card.py`` as its ``--notes``).
 GENERAL_CHECKPOINT = ASSETS / "general_checkpoint"
 
 #: Name of the model a retriever uses without ``checkpoint=``.

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -10,18 +9,9 @@ import pytest
 from qrag_training.data.episode import Episode
 from qrag_training.metrics import Retrieval
 
+from benchmarks.general import card as general_card
 from benchmarks.general import run as bench_general
 from benchmarks.harness import model_specs, noise_sources
-
-#: Scripts of the checkpoint tooling (not a package): loaded by path.
-TOOLS = Path(__file__).resolve().parents[2] / "training" / "tools"
-
-
-def _tool(name: str):
-    spec = importlib.util.spec_from_file_location(name, TOOLS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_scores_read_the_first_picks() -> None:
@@ -121,8 +111,6 @@ def test_rrf_fuses_two_rankings() -> None:
 
 
 def test_card_section_lists_the_losses_and_replaces_itself(tmp_path: Path) -> None:
-    card_limits = _tool("card_limits")
-
     cell = {
         "cell": "squad",
         "n": 400,
@@ -136,21 +124,21 @@ def test_card_section_lists_the_losses_and_replaces_itself(tmp_path: Path) -> No
     path.write_text(json.dumps(result))
     card = tmp_path / "README.md"
     card.write_text("# card\n\n## Training\n\ntext\n")
-    card_limits.main([str(path), "demo", str(card)])
+    general_card.main(["limits", str(path), "demo", "--card", str(card)])
     text = card.read_text()
     assert "| squad | 400 | hit@1 | 0.440 | 0.670 | -0.230 [-0.280, -0.170] | **worse** |" in text
     assert "Worse than dense top-k on: squad hit@1." in text and text.startswith(
         "# card\n\n## Training"
     )
-    card_limits.main([str(path), "demo", str(card)])  # again: replaced, not appended
-    assert card.read_text().count(card_limits.HEADING) == 1
+    general_card.main(
+        ["limits", str(path), "demo", "--card", str(card)]
+    )  # again: replaced, not appended
+    assert card.read_text().count(general_card.HEADING) == 1
     with pytest.raises(KeyError, match="'other'"):
-        card_limits.main([str(path), "other", str(card)])
+        general_card.main(["limits", str(path), "other", "--card", str(card)])
 
 
 def test_card_section_against_the_default_pairs_per_question(tmp_path: Path) -> None:
-    card_limits = _tool("card_limits")
-
     cell = {
         "cell": "hotpotqa",
         "n": 40,
@@ -171,21 +159,21 @@ def test_card_section_against_the_default_pairs_per_question(tmp_path: Path) -> 
     path.write_text(json.dumps(result))
     card = tmp_path / "README.md"
     card.write_text("# card\n\n## Where it loses to dense top-k\n\nkept\n")
-    card_limits.main([str(path), "narrow", str(card), "--against", "default"])
+    general_card.main(["limits", str(path), "narrow", "--card", str(card), "--against", "default"])
     text = card.read_text()
     assert "| hotpotqa | 40 | em@2 | 0.750 | 0.250 | +0.500 [" in text
     assert "Better than it on: hotpotqa em@2." in text and "Worse than it on: no cell." in text
     assert "em@4 | 0.500 | 0.500 | +0.000 [" in text  # each question differs: a wide tie
     assert "## Where it loses to dense top-k\n\nkept" in text  # the other section is left alone
-    card_limits.main([str(path), "narrow", str(card), "--against", "default"])
-    assert card.read_text().count(card_limits.HEADING_AGAINST) == 1
+    general_card.main(["limits", str(path), "narrow", "--card", str(card), "--against", "default"])
+    assert card.read_text().count(general_card.HEADING_AGAINST) == 1
     with pytest.raises(KeyError, match="'other'"):
-        card_limits.main([str(path), "narrow", str(card), "--against", "other"])
+        general_card.main(
+            ["limits", str(path), "narrow", "--card", str(card), "--against", "other"]
+        )
 
 
 def test_card_section_against_the_default_reads_further_runs(tmp_path: Path) -> None:
-    card_limits = _tool("card_limits")
-
     def run(seed: int, cell: str, mine: list[float]) -> Path:
         n = len(mine)
         result = {
@@ -213,10 +201,12 @@ def test_card_section_against_the_default_reads_further_runs(tmp_path: Path) -> 
     )
     card = tmp_path / "README.md"
     card.write_text("# card\n")
-    card_limits.main(
+    general_card.main(
         [
+            "limits",
             str(new),
             "narrow",
+            "--card",
             str(card),
             "--against",
             "default",
@@ -234,7 +224,7 @@ def test_card_section_against_the_default_reads_further_runs(tmp_path: Path) -> 
         and "| hotpotqa | 20 | m | 0.000 |" in text
     )
     with pytest.raises(SystemExit):
-        card_limits.main([str(new), "narrow", str(card), "--also", str(old)])
+        general_card.main(["limits", str(new), "narrow", "--card", str(card), "--also", str(old)])
 
 
 def test_report_marks_paired_verdicts_and_merges_files() -> None:
@@ -288,7 +278,6 @@ def test_the_hotpotqa_cell_can_skip_the_questions_an_earlier_report_read() -> No
 
 
 def test_the_general_card_lists_tasks_below_dense_with_their_interval(tmp_path: Path) -> None:
-    tool = _tool("export_general_checkpoint")
     paired = {"diff": -0.1, "low": -0.2, "high": 0.0, "verdict": "tie"}
     cell = {
         "cell": "babilong-mixed-4000",
@@ -311,13 +300,76 @@ def test_the_general_card_lists_tasks_below_dense_with_their_interval(tmp_path: 
         "- `test.json`, babilong-mixed-4000, qa1, em@facts: 0.400 vs dense 0.500 "
         "(5 stories, paired -0.100 [-0.200, +0.000] tie)"
     )
-    assert tool._losses([path], "general") == [want]
+    assert general_card.losses([path], "general") == [want]
     # several methods shown: each line names its method
     cell["by_task"]["qa1"]["t11"] = {"em@facts": 0.45, "em@6": 1.0}
     path.write_text(json.dumps({"cells": [cell]}))
-    two = tool._losses([path], "general,t11")
+    two = general_card.losses([path], "general,t11")
     assert two[0] == want.replace("em@facts:", "em@facts (`general`):")
     assert (
         two[1]
         == "- `test.json`, babilong-mixed-4000, qa1, em@facts (`t11`): 0.450 vs dense 0.500 (5 stories)"
     )
+
+
+def test_the_card_notes_hold_the_tables_and_go_to_the_exporter(tmp_path: Path, capsys) -> None:
+    from qrag_training.export import card_notes
+
+    def result(split: str, seed: int, value: float) -> dict:
+        paired = {"diff": value - 0.5, "low": -0.1, "high": 0.1, "verdict": "tie"}
+        return {
+            "split": split,
+            "seed": seed,
+            "machine": {"threads": 2, "cpu_count": 2},
+            "models": {"default": "packaged:default", "other": "packaged:other"},
+            "cells": [
+                {
+                    "cell": "babilong-mixed-4000",
+                    "n": 10,
+                    "metrics": {
+                        "default": {"em@facts": value},
+                        "other": {"em@facts": 0.9},
+                        "dense": {"em@facts": 0.5},
+                    },
+                    "paired_vs_dense": {"default": {"em@facts": paired}, "other": {}},
+                    "by_task": {
+                        "qa1": {"default": {"em@facts": value}, "dense": {"em@facts": 0.5}}
+                    },
+                }
+            ],
+        }
+
+    val, test = tmp_path / "val.json", tmp_path / "test.json"
+    val.write_text(json.dumps(result("val", 1, 0.6)))
+    test.write_text(json.dumps(result("test", 2, 0.4)))
+    notes = tmp_path / "notes.md"
+    general_card.main(
+        [
+            "tables",
+            "--val",
+            str(val),
+            "--test",
+            str(test),
+            "--legend",
+            "`default` = it",
+            "--out",
+            str(notes),
+        ]
+    )
+    text = notes.read_text()
+    assert text.startswith(
+        general_card.HEADING_VAL + "\n\n`default` = it.\n\n`val.json` (val split"
+    )
+    assert general_card.HEADING_TEST in text and "| default | 0.400 (-0.100) |" in text
+    assert "| other |" not in text  # only the methods named are shown
+    assert text.endswith(
+        general_card.HEADING
+        + "\n\nbAbI tasks whose mean is below dense top-k's on the same stories (with the paired 95%\n"
+        "interval where the result file keeps per-question scores):\n\n"
+        "- `test.json`, babilong-mixed-4000, qa1, em@facts: 0.400 vs dense 0.500 (10 stories)\n"
+    )
+    assert card_notes({}, notes=text).endswith(text)  # the exporter's --notes appends it as is
+    with pytest.raises(SystemExit):
+        general_card.main(["tables", "--val", str(tmp_path / "missing.json")])
+    general_card.main(["limits", str(val), "default"])  # no --out, no --card: standard output
+    assert capsys.readouterr().out.startswith(general_card.HEADING + "\n\nPaired on the same")
