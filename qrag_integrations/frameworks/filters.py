@@ -3,7 +3,7 @@ and the one normalisation a search applies to the filter it is given."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from llama_index.core.vector_stores.types import (
@@ -82,7 +82,7 @@ def from_llama_filters(filters: MetadataFilters | MetadataFilter) -> dict[str, A
     )
 
 
-def as_filter(filter: Any) -> Mapping[str, Any] | Callable[..., bool] | Any:
+def as_filter(filter: Any) -> Any:
     """The filter a search runs with: LlamaIndex ``MetadataFilters`` converted, a mapping checked
     (so a bad one is refused before any search), anything else (``None``, a callable, a store's
     own filter object) as it is.

@@ -22,8 +22,8 @@ from qrag_integrations.core.chunks import Chunk
 from qrag_integrations.core.errors import IndexMismatchError, QRAGError
 from qrag_integrations.core.filters import compile_filter, parse_filter
 from qrag_integrations.core.model import QRAGModel
-from qrag_integrations.stores.qdrant_counts import METADATA, CountLayout, metadata_field
-from qrag_integrations.stores.qdrant_filters import qdrant_filter
+from qrag_integrations.stores.qdrant_counts import CountLayout
+from qrag_integrations.stores.qdrant_filters import METADATA, metadata_field, qdrant_filter
 from qrag_integrations.stores.rows import (
     KEY_DOC_ID,
     KEY_DOC_RANK,

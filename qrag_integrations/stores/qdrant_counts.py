@@ -11,18 +11,11 @@ from qdrant_client import models
 
 from qrag_integrations.core.errors import QRAGError
 from qrag_integrations.core.positions import layout_positions
+from qrag_integrations.stores.qdrant_filters import metadata_field
 from qrag_integrations.stores.rows import KEY_DOC_RANK, KEY_ORDER
 
 if TYPE_CHECKING:
     from qrag_integrations.stores.qdrant import QdrantSource
-
-#: Payload field holding a chunk's metadata (its ``doc_rank`` and ``order`` keys among them).
-METADATA = "metadata"
-
-
-def metadata_field(key: str) -> str:
-    """The payload path of a metadata key."""
-    return f"{METADATA}.{key}"
 
 
 def both(*filters: models.Filter | None) -> models.Filter | None:

@@ -1,5 +1,5 @@
-"""Filters as Qdrant ``models.Filter`` on the payload layout a Q-RAG ingest writes (user keys
-under ``metadata.``).
+"""The payload layout a Q-RAG ingest writes to Qdrant (user keys under ``metadata.``) and
+filters as Qdrant ``models.Filter`` on it.
 
 A filter mapping is pushed down as a Qdrant filter that matches *at least* the chunks it matches
 (Qdrant matches a list holding the value, ``1`` as ``1.0``): what Qdrant cannot say as it means
@@ -19,11 +19,17 @@ from qdrant_client import models
 
 from qrag_integrations.core.errors import QRAGError
 from qrag_integrations.core.filters import AllOf, AnyOf, Field, Node, parse_filter
-from qrag_integrations.stores.qdrant_counts import METADATA, metadata_field
 
+#: Payload field holding a chunk's metadata (its ``doc_rank`` and ``order`` keys among them).
+METADATA = "metadata"
 Condition = models.Filter | models.FieldCondition | models.IsNullCondition | models.IsEmptyCondition
 #: Top-level payload fields a native filter may name as they are.
 _PAYLOAD_FIELDS = (f"{METADATA}.", "page_content")
+
+
+def metadata_field(key: str) -> str:
+    """The payload path of a metadata key."""
+    return f"{METADATA}.{key}"
 
 
 def _on(key: str, **what: Any) -> models.FieldCondition:
