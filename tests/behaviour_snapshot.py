@@ -24,6 +24,8 @@ SCORE_TOLERANCE = 1e-4
 QRAG_EVAL = str(
     Path(sys.executable).with_name("qrag-eval")
 )  # the console script beside this Python
+#: The sample is one story: its sentences form one document, in order.
+STORY = "story"
 QUESTIONS = ["Where is the apple?", "Where was Mary before the kitchen?", "Who went to the garden?"]
 CHECKPOINTS = [
     None,
@@ -52,7 +54,7 @@ def retriever_cases(chunks: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     metas = [{"part": i % 3} for i in range(len(chunks))]
     for ckpt in CHECKPOINTS:
-        r = QRAGRetriever.from_texts(chunks, metadatas=metas, checkpoint=ckpt, k=4)
+        r = QRAGRetriever.from_texts(chunks, metadatas=metas, checkpoint=ckpt, k=4, doc_id=STORY)
         name = ckpt or "default"
         out[f"{name}/invoke"] = [_picks(r.invoke(q)) for q in QUESTIONS]
         out[f"{name}/batch"] = [_picks(d) for d in r.batch(QUESTIONS, k=3)]
@@ -82,7 +84,7 @@ def store_cases(chunks: list[str]) -> dict[str, Any]:
         k=4,
         candidates_per_step=16,
     )
-    qdrant.add_texts(chunks, metadatas=metas)
+    qdrant.add_texts(chunks, metadatas=metas, doc_id=STORY)
     out["qdrant/invoke"] = [_picks(qdrant.invoke(q)) for q in QUESTIONS]
     out["qdrant/filter"] = _picks(qdrant.invoke(QUESTIONS[0], filter={"part": 2}))
     model = qdrant.model
@@ -92,7 +94,7 @@ def store_cases(chunks: list[str]) -> dict[str, Any]:
         k=4,
         candidates_per_step=16,
     )
-    memory.add_texts(chunks, metadatas=metas)
+    memory.add_texts(chunks, metadatas=metas, doc_id=STORY)
     out["langchain_store/invoke"] = [_picks(memory.invoke(q)) for q in QUESTIONS]
     return out
 
