@@ -96,8 +96,9 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
     the index has fewer chunks). Override per call with ``invoke(q, k=2)``."""
     stop_threshold: float | None = None
     """Stop before a pick whose Q-value is below this (``None``: always ``k`` steps)."""
-    filter: dict[str, Any] | None = None
-    """Default metadata filter ``{"key": value or [values]}``; override per call with ``filter=``."""
+    filter: Any = None
+    """Default metadata filter (a dict of the filter language, LlamaIndex ``MetadataFilters``);
+    override per call with ``filter=``."""
     checkpoint: str | None = None
     """Checkpoint folder or HF encoder name the model was loaded from (``None``: default model)."""
     device: str = "cpu"
@@ -198,6 +199,7 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
                 f"index_dtype must be one of {sorted(INDEX_DTYPES)}, got {self.index_dtype!r}"
             )
         validation.check_device(self.device)
+        as_filter(self.filter)  # a bad default filter is refused here, not at the first search
         if model is None:
             if self.checkpoint is None:
                 self.checkpoint = default_checkpoint()

@@ -115,7 +115,9 @@ class StoreCorpus:
         )
 
     def delete(self, ids: Sequence[str]) -> int:
-        return self.source.delete(list(ids))
+        ids = list(ids)
+        documents = getattr(self.source, "chunks_of_documents", None)  # a read-only source has none
+        return self.source.delete(ids + (documents(ids) if documents else []))
 
     def get(self, ids: Sequence[str]) -> list[Chunk]:
         return self.source.get(list(ids))

@@ -145,6 +145,11 @@ class LangChainMemorySource:
             if i in docs
         ]
 
+    def chunks_of_documents(self, doc_ids: Sequence[str]) -> list[str]:
+        """Ids of every stored chunk of these documents."""
+        wanted = set(doc_ids)
+        return [i for i, r in self.store.store.items() if r["metadata"].get(KEY_DOC_ID) in wanted]
+
     def delete(self, ids: Sequence[str]) -> int:
         """Delete chunks by id; returns how many were there."""
         found = self.existing(ids)
@@ -249,6 +254,13 @@ class LlamaIndexSimpleSource:
     def get(self, ids: Sequence[str]) -> list[Chunk]:
         """Chunks by id (unknown ids skipped)."""
         return [self._chunk(i)[0] for i in ids if i in self.store.data.embedding_dict]
+
+    def chunks_of_documents(self, doc_ids: Sequence[str]) -> list[str]:
+        """Ids of every stored chunk of these documents."""
+        wanted = set(doc_ids)
+        return [
+            i for i, meta in self.store.data.metadata_dict.items() if meta.get(KEY_DOC_ID) in wanted
+        ]
 
     def delete(self, ids: Sequence[str]) -> int:
         """Delete chunks by id; returns how many were there."""

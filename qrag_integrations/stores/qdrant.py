@@ -27,6 +27,7 @@ from qrag_integrations.stores.qdrant_filters import METADATA, metadata_field, qd
 from qrag_integrations.stores.rows import (
     KEY_DOC_ID,
     KEY_DOC_RANK,
+    KEY_ID,
     KEY_ORDER,
     RESERVED_KEYS,
     SortedKeys,
@@ -267,6 +268,19 @@ class QdrantSource:
         )
         by_id = {c.id: c for c, _ in (self._chunk(p.payload) for p in points)}
         return [by_id[i] for i in ids if i in by_id]
+
+    def chunks_of_documents(self, doc_ids: Sequence[str]) -> list[str]:
+        """Ids of every stored chunk of these documents."""
+        if not doc_ids:
+            return []
+        match = models.Filter(
+            must=[
+                models.FieldCondition(
+                    key=metadata_field(KEY_DOC_ID), match=models.MatchAny(any=list(doc_ids))
+                )
+            ]
+        )
+        return [str((p.payload or {})[METADATA][KEY_ID]) for p in self._scroll(match, True)]
 
     def delete(self, ids: Sequence[str]) -> int:
         """Delete chunks by id; returns how many were there."""

@@ -213,3 +213,17 @@ def test_from_qdrant_refuses_url_and_path_together(model: QRAGModel, tmp_path: P
         QRAGRetriever.from_qdrant(
             "facts", url="http://localhost:6333", path=str(tmp_path / "q"), model=model
         )
+
+
+@pytest.mark.parametrize("kind", ["qdrant", "langchain", "llama_index"])
+def test_delete_takes_document_ids_over_every_store(model: QRAGModel, kind: str) -> None:
+    """``delete([doc_id])`` removes every chunk of that document from the store, as in memory."""
+    for retriever in (
+        QRAGRetriever(model=model, k=3),
+        QRAGRetriever.from_store(model=model, k=3, **store_of(kind, model)),
+    ):
+        retriever.add_texts(TEXTS[:3], doc_id="story")
+        retriever.add_texts(TEXTS[3:], metadatas=[{"source": "notes"}] * len(TEXTS[3:]))
+        assert retriever.delete(["story"]) is True
+        assert len(retriever) == len(TEXTS) - 3
+        assert {d.metadata["qrag_doc_id"] for d in retriever.invoke(QUESTION)} == {"notes"}
