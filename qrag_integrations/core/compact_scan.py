@@ -133,23 +133,31 @@ class CompactScanner:
         return index
 
 
-def rescore_best(
-    emb: torch.Tensor, vec: torch.Tensor, rows: np.ndarray, taken: set[int], position: int
-) -> Scored | None:
-    """The exact best ``(row, Q, position)`` among candidate ``rows`` (``-1`` = none) that are not
-    ``taken``, scored in float32 against ``vec``; ``None`` when no candidate is left.
-
-    Rows are scored in ascending order, so ties go to the lowest row, as in the exact scan.
-    """
+def rescore_top(
+    emb: torch.Tensor,
+    vec: torch.Tensor,
+    rows: np.ndarray,
+    taken: set[int],
+    position: int,
+    depth: int = 1,
+) -> list[Scored]:
+    """The exact ``depth`` best ``(row, Q, position)`` among candidate ``rows`` (``-1`` = none)
+    that are not ``taken``, scored in float32 against ``vec``, best first (ties: the lowest row
+    first, as in the exact scan); empty when no candidate is left."""
     cand = sorted({int(r) for r in rows if r >= 0 and int(r) not in taken})
     if not cand:
-        return None
+        return []
     scores = emb[torch.tensor(cand, device=emb.device)].float() @ vec.to(emb.device).float()
-    j = int(scores.argmax())
-    return cand[j], float(scores[j]), position
+    order = sorted(range(len(cand)), key=lambda j: (-float(scores[j]), cand[j]))[:depth]
+    return [(cand[j], float(scores[j]), position) for j in order]
 
 
-def best_compact(
+def _merged(pools: list[list[Scored]], depth: int) -> list[Scored]:
+    """The ``depth`` best of several runs' pools, best first (ties: the lowest row first)."""
+    return sorted((hit for pool in pools for hit in pool), key=lambda h: (-h[1], h[0]))[:depth]
+
+
+def top_compact(
     scanner: CompactScanner,
     emb: torch.Tensor,
     states: torch.Tensor,
@@ -157,9 +165,11 @@ def best_compact(
     runs_of: Callable[[list[int]], list[tuple[int, int, int]]],
     rotated: Callable[[torch.Tensor, list[int]], torch.Tensor],
     rescore: int,
-) -> list[Scored]:
-    """Each question's pick: the compact scan's ``rescore`` best rows of every run of equal
-    positions (besides the question's picks), re-scored exactly.
+    depth: int = 1,
+) -> list[list[Scored]]:
+    """Each question's ``depth`` best ``(row, Q, position)``, best first: the compact scan's
+    ``rescore`` best rows of every run of equal positions (besides the question's picks),
+    re-scored exactly.
 
     Args:
         scanner: the compact copy of ``emb``.
@@ -169,31 +179,32 @@ def best_compact(
         runs_of: the runs ``(lo, hi, position)`` of a question's layout, given its picks.
         rotated: ``(R, B, D)`` states rotated by ``-p`` for each of ``R`` run positions.
         rescore: candidates per run re-scored exactly.
+        depth: how many best per question.
 
     Returns:
-        ``(row, Q, position)`` per question (``(-1, -inf, 0)`` when nothing is left).
+        One list per question (empty when nothing is left).
     """
-    out: list[Scored] = []
+    want_rows = max(rescore, depth)
     shared = [runs_of(p) for p in picked]
     if shared and all(r == shared[0] for r in shared) and len(shared[0]) == 1:
         # one run for every question (no positions, or no picks yet): one scan for the batch
         lo, hi, p = shared[0][0]
         vecs = rotated(states, [p])[0]
-        want = min(hi - lo, rescore + max(len(t) for t in picked))
+        want = min(hi - lo, want_rows + max(len(t) for t in picked))
         rows = scanner.candidates(emb, vecs, lo, hi, want)
-        for i, taken in enumerate(picked):
-            out.append(rescore_best(emb, vecs[i], rows[i], set(taken), p) or (-1, -np.inf, 0))
-        return out
+        return [
+            rescore_top(emb, vecs[i], rows[i], set(taken), p, depth)
+            for i, taken in enumerate(picked)
+        ]
+    out: list[list[Scored]] = []
     for i, (taken, runs) in enumerate(zip(picked, shared)):
         vecs = rotated(states[i : i + 1], [p for _, _, p in runs])[:, 0]
-        best: Scored = (-1, -np.inf, 0)
+        found = []
         for (lo, hi, p), vec in zip(runs, vecs):
-            want = min(hi - lo, rescore + sum(lo <= t < hi for t in taken))
+            want = min(hi - lo, want_rows + sum(lo <= t < hi for t in taken))
             rows = scanner.candidates(emb, vec[None], lo, hi, want)[0]
-            pick = rescore_best(emb, vec, rows, set(taken), p)
-            if pick is not None and pick[1] > best[1]:
-                best = pick
-        out.append(best)
+            found.append(rescore_top(emb, vec, rows, set(taken), p, depth))
+        out.append(_merged(found, depth))
     return out
 
 

@@ -21,8 +21,9 @@ import numpy as np
 import torch
 
 from qrag_integrations.core.candidates import IndexCandidates
-from qrag_integrations.core.compact_scan import CompactScanner, best_compact
+from qrag_integrations.core.compact_scan import CompactScanner, top_compact
 from qrag_integrations.core.config import PositionMode
+from qrag_integrations.core.errors import QRAGError
 from qrag_integrations.core.exact_scan import ExactScan
 from qrag_integrations.core.faiss_preselect import FaissPreselector
 from qrag_integrations.core.positions import positions_in_runs
@@ -35,6 +36,10 @@ class Scorer(Protocol):
 
     def picks(self, step: Step) -> list[Scored | None]:
         """``(rank, Q, position)`` of each question's pick (``None``: nothing left)."""
+
+    def pools(self, step: Step, depth: int) -> list[list[Scored]]:
+        """Each question's ``depth`` best untaken ``(rank, Q, position)``, best first: the pool
+        the search's rules read (exact Q-values; from this scorer's candidates)."""
 
 
 class ExactScorer:
@@ -52,6 +57,9 @@ class ExactScorer:
             for cands, state, picked in zip(step.candidates, step.states, step.picked)
         ]
 
+    def pools(self, step: Step, depth: int) -> list[list[Scored]]:
+        return self.exact.pools(step, depth)
+
 
 class CompactScorer:
     """A compact copy's ``rescore`` best rows of every run of equal positions, re-scored exactly,
@@ -63,11 +71,22 @@ class CompactScorer:
         self._exactly = ExactScorer(exact)
 
     def picks(self, step: Step) -> list[Scored | None]:
-        fresh = step.number == 1 or not self.exact.config.position_mode.moves
-        if not self.scanner.serves(len(step.active), fresh):
+        if not self._serves(step):
             return self._exactly.picks(step)
+        return [top[0] if top else None for top in self._top(step, 1)]
+
+    def pools(self, step: Step, depth: int) -> list[list[Scored]]:
+        """The best of the copy's candidates re-scored exactly (exact where the copy does not
+        serve), so the rules cost no exact scan."""
+        return self._top(step, depth) if self._serves(step) else self._exactly.pools(step, depth)
+
+    def _serves(self, step: Step) -> bool:
+        fresh = step.number == 1 or not self.exact.config.position_mode.moves
+        return self.scanner.serves(len(step.active), fresh)
+
+    def _top(self, step: Step, depth: int) -> list[list[Scored]]:
         cands: IndexCandidates = step.candidates[0]  # type: ignore[assignment]
-        return best_compact(  # type: ignore[return-value]
+        return top_compact(
             self.scanner,
             cands.emb,
             step.states,
@@ -75,6 +94,7 @@ class CompactScorer:
             lambda taken: self.exact.runs(cands, taken),  # type: ignore[arg-type,return-value]
             self.exact.rotated,
             self.rescore,
+            depth,
         )
 
 
@@ -92,15 +112,29 @@ class FaissScorer:
             for cands, state, picked in zip(step.candidates, step.states, step.picked)
         ]
 
+    def pools(self, step: Step, depth: int) -> list[list[Scored]]:
+        return [
+            self.top(cands, state, picked, depth)  # type: ignore[arg-type]
+            for cands, state, picked in zip(step.candidates, step.states, step.picked)
+        ]
+
     def best(self, cands: IndexCandidates, state: torch.Tensor, picked: list[int]) -> Scored:
         """One question's pick over every row of ``cands``: candidates by FAISS inner product
         on the embeddings searched, then exact Q at their positions."""
-        want = min(cands.n, self.want + len(picked))
+        top = self.top(cands, state, picked, 1)
+        return top[0] if top else self.exact.best_one(cands, state, picked)
+
+    def top(
+        self, cands: IndexCandidates, state: torch.Tensor, picked: list[int], depth: int
+    ) -> list[Scored]:
+        """One question's ``depth`` best of the FAISS candidates at exact Q, best first (the
+        exact scan's where FAISS returns no untaken candidate)."""
+        want = min(cands.n, max(self.want, depth) + len(picked))
         taken = set(picked)
         found = self.preselector.candidates(cands.snap, state, want, self.factory)
-        cand = np.array([c for c in found if c >= 0 and c not in taken], dtype=np.int64)
+        cand = np.array(sorted({c for c in found if c >= 0 and c not in taken}), dtype=np.int64)
         if cand.size == 0:
-            return self.exact.best_one(cands, state, picked)
+            return self.exact.top(cands, state, picked, depth)
         sub = cands.emb[torch.from_numpy(cand).to(cands.emb.device)]
         if self.exact.config.position_mode is PositionMode.DOCUMENT_RELATIVE:
             at = positions_in_runs(self.exact.runs(cands, picked), cand)  # type: ignore[arg-type]
@@ -108,8 +142,9 @@ class FaissScorer:
             at = cands.fixed_of(cand)
         model = self.exact.model
         scores, positions = score_at_positions(model, state, sub, cand, cands.n, picked, at)
-        i = int(scores.argmax())
-        return int(cand[i]), float(scores[i]), int(positions[i])
+        values = scores.tolist()
+        order = sorted(range(len(cand)), key=lambda j: (-values[j], int(cand[j])))[:depth]
+        return [(int(cand[j]), values[j], int(positions[j])) for j in order]
 
 
 class SetScorer:
@@ -124,3 +159,6 @@ class SetScorer:
             cands.best(self.searcher, state, picked)
             for cands, state, picked in zip(step.candidates, step.states, step.picked)
         ]
+
+    def pools(self, step: Step, depth: int) -> list[list[Scored]]:
+        raise QRAGError("the search rules read no pool of a store's candidates")

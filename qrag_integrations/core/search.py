@@ -5,7 +5,7 @@ The paper's greedy search, step by step (:meth:`MultiStepSearcher._run`):
 1. state: embed the state text (question + picked chunks), anchored to the question after the
    first step and placed at the latest pick (:class:`~qrag_integrations.core.step.Step`);
 2. candidate pool: where a rule reads it, Q's best untaken chunks at the positions laid out around
-   the picks (:meth:`~qrag_integrations.core.exact_scan.ExactScan.pools`);
+   the picks, from the search's scorer (:meth:`~qrag_integrations.core.scorers.Scorer.pools`);
 3. policy rules: BM25 fusion re-orders the pool's head (:mod:`~qrag_integrations.core.lexical`),
    and a later restatement supersedes a pick (:mod:`~qrag_integrations.core.supersede`);
 4. pick: otherwise the arg-max of ``Q = <E_s(s), R(p) E_a(a)>`` from the scorer the search chose
@@ -239,10 +239,7 @@ class MultiStepSearcher:
         questions = torch.empty(0)
         fusion = self._fusion(candidates, queries, active, k)
         margin = search_margin(
-            self.settings.supersede,
-            self.model.config.supersede_margin,
-            candidates,
-            self._scans_exactly(),
+            self.settings.supersede, self.model.config.supersede_margin, candidates
         )
         for number in range(1, k + 1):
             active = [b for b in active if len(picked[b]) < candidates[b].n]
@@ -295,7 +292,7 @@ class MultiStepSearcher:
         depth = POOL if margin is not None else fusion.depth if fuses else None  # type: ignore[union-attr]
         if depth is None:
             return scorer.picks(step)
-        pools = self.exact.pools(step, depth)
+        pools = scorer.pools(step, depth)
         best = fusion.picks(step, pools) if fuses else [pool_best(p) for p in pools]  # type: ignore[union-attr]
         if margin is None:
             return best
@@ -313,13 +310,6 @@ class MultiStepSearcher:
             return self._compact
         return self._exact
 
-    def _scans_exactly(self) -> bool:
-        """Whether this search's steps scan exactly, so that a model's own search-time extras
-        (BM25 fusion, superseding) apply: no compact scan but one that scans a lone question
-        exactly, no FAISS pre-selection (those are there to avoid the exact scans the extras make)."""
-        compact = self._compact
-        return (compact is None or compact.scanner.exact_alone) and self._faiss is None
-
     def _fusion(
         self, candidates: Sequence[CandidateSet], queries: Sequence[str], active: list[int], k: int
     ) -> Fusion | None:
@@ -331,9 +321,8 @@ class MultiStepSearcher:
             if explicit and not all_in_memory(candidates):
                 raise QRAGError("lexical fusion (lexical_depth) searches an in-memory index only")
             depth = explicit or None
-        else:
-            exact = self._scans_exactly() and all_in_memory(candidates)
-            depth = config.lexical_depth if exact else None
+        else:  # the model's: on every in-memory path (its pools come from the scorer)
+            depth = config.lexical_depth if all_in_memory(candidates) else None
         steps = settings.lexical_steps or config.lexical_steps
         gap = config.lexical_gap if settings.lexical_gap is None else settings.lexical_gap
         return fusion_of(self._lexical, candidates, queries, active, k, depth, steps, gap)  # type: ignore[arg-type]

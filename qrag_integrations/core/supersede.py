@@ -55,15 +55,13 @@ def terms(text: str) -> set[str]:
 
 
 def search_margin(
-    flag: bool | None, margin: float | None, candidates: Sequence[CandidateSet], exact: bool
+    flag: bool | None, margin: float | None, candidates: Sequence[CandidateSet]
 ) -> float | None:
     """The margin a search supersedes picks with, ``None`` where it does not.
 
     ``flag`` is ``SearchSettings.supersede``: ``False``: never. ``True``: always (the model's
-    ``margin``, else :data:`DEFAULT_MARGIN`), every step then scanning exactly for its pool
-    whatever the scan setting. ``None``: the model's ``margin`` where the search scans exactly
-    (``exact``: no compact scan, no FAISS pre-selection, which are there to avoid exact scans)
-    over in-memory candidates.
+    ``margin``, else :data:`DEFAULT_MARGIN`). ``None``: the model's ``margin`` over in-memory
+    candidates, whatever the scan (the pool comes from the search's scorer).
 
     Raises:
         QRAGError: ``flag`` is not a bool or ``None``, or it is ``True`` for candidates that
@@ -77,7 +75,7 @@ def search_margin(
         if not all_in_memory(candidates):
             raise QRAGError("supersede=True searches an in-memory index only")
         return DEFAULT_MARGIN if margin is None else margin
-    return margin if exact and all_in_memory(candidates) else None
+    return margin if all_in_memory(candidates) else None
 
 
 def superseding_pick(

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -208,6 +209,7 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
         if self.backend != "torch" or self.quantize is not None:
             model.set_backend(self.backend, self.quantize)
         if store is not None:
+            self._warn_rules_off_over_stores(model)
             source = open_store(store, model, collection_name, rank_by)
             self._corpus = StoreCorpus(model, source, self.candidates_per_step, self.check_exact)
             return
@@ -224,6 +226,22 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
         self._corpus = IndexCorpus(model, index, settings)
         if texts is not None:
             self.add_texts(texts, metadatas=metadatas, ids=ids)
+
+    def _warn_rules_off_over_stores(self, model: QRAGModel) -> None:
+        """Say so, once per retriever, when the model's own search rules (BM25 fusion,
+        restatements) do not run because the chunks live in a store: never a silent change."""
+        off = []
+        if model.config.lexical_depth and self.lexical_depth is None:
+            off.append("BM25 fusion (lexical_depth=0 accepts it)")
+        if model.config.supersede_margin is not None and self.supersede is None:
+            off.append("the restatement rule (supersede=False accepts it)")
+        if off:
+            warnings.warn(
+                f"over a vector store the model's {' and '.join(off)} does not run, so picks "
+                "can differ from the same chunks searched in memory (docs/stores.md)",
+                UserWarning,
+                stacklevel=4,
+            )
 
     @classmethod
     def _refuse_unknown(cls, options: Iterable[str], method: str, *also: str) -> None:

@@ -204,15 +204,19 @@ def test_the_models_own_depth_applies_unless_the_settings_say_otherwise(
         assert_same(as_tuples(hits), brute_force(model, index, query, 4))
 
 
-def test_the_models_own_depth_stays_out_of_compact_scans(
-    make_model, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("scan", ["int8", "binary"])
+def test_the_models_own_depth_applies_with_compact_scans(
+    make_model, monkeypatch: pytest.MonkeyPatch, scan: str
 ) -> None:
+    """The fused steps read Q's best from the compact copy's candidates re-scored exactly: where
+    those hold every chunk, the picks are the exact fused search's (never silently unfused)."""
     model = make_model("none")
     monkeypatch.setattr(model.config, "lexical_depth", 3)  # the model is shared
     index = word_index()
-    settings = SearchSettings(scan="int8", rescore=len(TEXTS))
-    for query, hits in zip(QUERIES, MultiStepSearcher(model, index, settings).search(QUERIES, k=3)):
-        assert_same(as_tuples(hits), brute_force(model, index, query, 3))
+    settings = SearchSettings(scan=scan, rescore=len(TEXTS))
+    got = MultiStepSearcher(model, index, settings).search(QUERIES, k=3)
+    for query, hits in zip(QUERIES, got):
+        assert_same(as_tuples(hits), reference(model, index, query, 3, 3))
 
 
 @pytest.mark.parametrize("mode", ["none", "relative"])

@@ -193,22 +193,29 @@ def test_explicitly_on_with_a_compact_scan_and_refused_for_a_store(make_model) -
     for query, hits in zip(QUERIES, got):
         assert_same(as_tuples(hits), reference(rule, index, query, 3, DEFAULT_MARGIN))
     with pytest.raises(QRAGError, match="in-memory index only"):
-        search_margin(True, None, [object()], exact=True)  # type: ignore[list-item]
+        search_margin(True, None, [object()])  # type: ignore[list-item]
     with pytest.raises(QRAGError, match="supersede must be True, False or None"):
         MultiStepSearcher(base, index, SearchSettings(supersede="yes")).search(QUERIES, k=1)  # type: ignore[arg-type]
 
 
-def test_not_applied_with_a_compact_scan_or_faiss(make_model) -> None:
+def test_applied_on_every_in_memory_path(make_model) -> None:
+    """The model's rule runs with a compact scan and FAISS pre-selection too (its pool from their
+    candidates re-scored exactly): where those hold every chunk, the picks are the exact
+    search's, and they differ from the search without the rule."""
     base = make_model("none")
     ruled = with_rule(base, 1e6, -1.0)
     index = story_index()
+    exact = [as_tuples(h) for h in MultiStepSearcher(ruled, index).search(QUERIES, k=2)]
     for settings in (
         SearchSettings(scan="int8", rescore=400),
-        SearchSettings(faiss_candidates=5, faiss_min_size=1),
+        SearchSettings(scan="binary", rescore=400),
+        SearchSettings(faiss_candidates=len(index), faiss_min_size=1),
     ):
         got = MultiStepSearcher(ruled, index, settings).search(QUERIES, k=2)
-        want = MultiStepSearcher(base, index, settings).search(QUERIES, k=2)
-        assert [as_tuples(h) for h in got] == [as_tuples(h) for h in want]
+        plain = MultiStepSearcher(base, index, settings).search(QUERIES, k=2)
+        for hits, want in zip(got, exact):
+            assert_same(as_tuples(hits), want)
+        assert [[h.chunk.id for h in hits] for hits in plain] != [[i for i, *_ in w] for w in exact]
 
 
 @pytest.mark.parametrize(
