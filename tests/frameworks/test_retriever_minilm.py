@@ -79,7 +79,8 @@ def test_untrained_minilm_hops_from_the_football_to_the_garden(untrained):
     with torch.inference_mode():
         state = untrained.model.embed_states([QUESTION])[0]
     scores = untrained.index.snapshot().embeddings @ state
-    one_step_top3 = [STORY[i] for i in scores.argsort(descending=True)[:3].tolist()]
+    chunks = untrained.index.snapshot().chunks  # rows by document id, not in story order
+    one_step_top3 = [chunks[i].text for i in scores.argsort(descending=True)[:3].tolist()]
     assert one_step_top3[0] == FOOTBALL
     assert GARDEN not in one_step_top3
 
