@@ -12,7 +12,8 @@ backend, against one dense search on the same backend and on torch, in one run.
   the exact scan's on the same backend.
 - **Memory**: bytes per chunk of the stored embeddings and of the compact copy.
 
-Default model (untrained MiniLM, question anchoring, no positions).
+Model: ``--model`` with its own search rules (default the untrained MiniLM: question anchoring,
+no positions, no rules).
 
     python -m benchmarks.compact_scan.run --threads 1
 """
@@ -56,6 +57,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--hotpotqa", type=int, default=263, help="HotpotQA val questions (quality)")
     p.add_argument("--noise", type=int, default=20_000, help="real noise chunks (quality)")
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument(
+        "--model",
+        default=PACKAGED_MINILM,
+        help="checkpoint searched, with its own search rules (default: the untrained MiniLM)",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path)
     p.add_argument(
@@ -88,11 +94,11 @@ def found_gold(hits, gold: set[str], k: int) -> bool:
     return gold <= {h.chunk.text for h in hits[:k]}
 
 
-def backend_models(backends: Sequence[str]) -> dict:
-    """The packaged MiniLM once per encoder backend."""
+def backend_models(backends: Sequence[str], checkpoint: str = PACKAGED_MINILM) -> dict:
+    """The model once per encoder backend."""
     models = {}
     for backend in backends:
-        model = qrag_integrations.load_model(PACKAGED_MINILM).eval()
+        model = qrag_integrations.load_model(checkpoint).eval()
         if backend != "torch":
             model.set_backend(backend)
         models[backend] = model
@@ -123,7 +129,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     out = args.out or RESULTS / f"compact_scan_{args.threads}thread.json"
     scans = [s for s in args.scans.split(",") if s]
     lines = shakespeare_lines()
-    models = backend_models([b for b in args.backends.split(",") if b])
+    models = backend_models([b for b in args.backends.split(",") if b], args.model)
     qs = numbered_questions(args.queries)
     episodes = load_hotpotqa(split="val", limit=args.hotpotqa)
     gold = [{e.chunks[i] for i in e.support} for e in episodes]
