@@ -12,6 +12,11 @@ orders (the first: file order), two ways:
 For each way it prints the share of questions whose ``k`` picks are the same (ids, in order) as
 in file order, and hit@k of each order (the question's paragraph among the picks).
 
+``--paths``: the same paragraphs (grouped by article) searched in memory, with ``scan="int8"``,
+and over Qdrant (local mode), LangChain's ``InMemoryVectorStore`` and LlamaIndex's
+``SimpleVectorStore``, each filled through the retriever; the share of questions whose picks
+equal the in-memory search's.
+
     python -m benchmarks.consistency.run --questions 300 --orders 3 --out benchmarks/consistency/results/order_val.json
 """
 
@@ -68,13 +73,54 @@ def picks(docs: list[Document], way: str, questions: list[str], k: int) -> list[
     return [[h.chunk.id for h in hits] for hits in retriever.search(questions, k=k)]
 
 
+def path_retrievers(k: int) -> dict[str, QRAGRetriever]:
+    """An empty retriever of the default model per search path."""
+    from langchain_core.vectorstores import InMemoryVectorStore
+    from llama_index.core.vector_stores import SimpleVectorStore
+    from qdrant_client import QdrantClient
+
+    from qrag_integrations.frameworks.embeddings import QRAGEmbeddings
+
+    memory = QRAGRetriever(checkpoint=default_checkpoint(), k=k)
+    model = memory.model
+    stores = {
+        "qdrant": {"store": QdrantClient(":memory:"), "collection_name": "paragraphs"},
+        "langchain": {"store": InMemoryVectorStore(embedding=QRAGEmbeddings(model))},
+        "llama_index": {"store": SimpleVectorStore()},
+    }
+    return {
+        "memory": memory,
+        "int8": QRAGRetriever(model=model, checkpoint=default_checkpoint(), k=k, scan="int8"),
+        **{
+            name: QRAGRetriever.from_store(model=model, k=k, **store)
+            for name, store in stores.items()
+        },
+    }
+
+
+def compare_paths(docs: list[Document], questions: list[str], k: int) -> dict[str, Any]:
+    """Each path's share of questions with the in-memory search's picks, and its hit list."""
+    picks = {}
+    for name, retriever in path_retrievers(k).items():
+        start = time.perf_counter()
+        retriever.add_documents(docs)
+        picks[name] = [[h.chunk.id for h in hits] for hits in retriever.search(questions, k=k)]
+        print(f"path {name}: {time.perf_counter() - start:.0f} s", flush=True)
+    base = picks["memory"]
+    return {
+        name: {"same_picks_vs_memory": sum(a == b for a, b in zip(run, base)) / len(base)}
+        for name, run in picks.items()
+    } | {"picks": picks}
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--questions", type=int, default=300)
     p.add_argument("--orders", type=int, default=3, help="orders of arrival, file order first")
     p.add_argument("--k", type=int, default=3)
     p.add_argument("--seed", type=int, default=555564, help="question sample and orders")
-    p.add_argument("--ways", default="own,articles")
+    p.add_argument("--ways", default="own,articles", help="orders of arrival ('' for none)")
+    p.add_argument("--paths", action="store_true", help="also compare search paths")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
@@ -82,7 +128,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     docs, sample = corpus(args.seed, args.questions)
     questions, support = [q for q, _ in sample], [s for _, s in sample]
     out: dict[str, Any] = {**provenance(argv, args.threads), "split": "validation", "ways": {}}
-    for way in args.ways.split(","):
+    for way in filter(None, args.ways.split(",")):
         rng = random.Random(args.seed)
         runs = []
         for i in range(args.orders):
@@ -101,6 +147,20 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             + " / ".join(f"{x:.3f}" for x in hits),
             flush=True,
         )
+    if args.paths:
+        paths = compare_paths(docs, questions, args.k)
+        out["paths"] = {name: v for name, v in paths.items() if name != "picks"}
+        hits = {
+            name: sum(s in r for s, r in zip(support, run)) / len(run)
+            for name, run in paths["picks"].items()
+        }
+        for name, v in out["paths"].items():
+            v[f"hit@{args.k}"] = hits[name]
+            print(
+                f"path {name}: same picks as memory {v['same_picks_vs_memory']:.3f}; "
+                f"hit@{args.k} {hits[name]:.3f}",
+                flush=True,
+            )
     out.update(
         {"questions": args.questions, "paragraphs": len(docs), "articles": ARTICLES, "k": args.k}
     )

@@ -237,8 +237,9 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
             off.append("the restatement rule (supersede=False accepts it)")
         if off:
             warnings.warn(
-                f"over a vector store the model's {' and '.join(off)} does not run, so picks "
-                "can differ from the same chunks searched in memory (docs/stores.md)",
+                f"over a vector store the model's {' and '.join(off)} "
+                f"{'do' if len(off) > 1 else 'does'} not run, so picks can differ from the same "
+                "chunks searched in memory (docs/stores.md)",
                 UserWarning,
                 stacklevel=4,
             )
