@@ -232,7 +232,7 @@ class QdrantSource:
         native = qdrant_filter(filter)
         n = self._count(native)
         if self.rank_by == "count" or (self.rank_by == "auto" and n > 100_000):
-            return CountLayout(self, native, n)
+            return CountLayout(self.client, self.collection_name, native, n)
         stamp = (int(self._metadata().get(META_GENERATION, 0)), self._count(None), n)
         mine = isinstance(filter, Mapping)
         if mine:

@@ -4,7 +4,7 @@ collections (``rank_by="count"``)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 from qdrant_client import models
@@ -13,9 +13,6 @@ from qrag_integrations.core.errors import QRAGError
 from qrag_integrations.core.positions import layout_positions
 from qrag_integrations.stores.qdrant_filters import metadata_field
 from qrag_integrations.stores.rows import KEY_DOC_RANK, KEY_ORDER
-
-if TYPE_CHECKING:
-    from qrag_integrations.stores.qdrant import QdrantSource
 
 
 def both(*filters: models.Filter | None) -> models.Filter | None:
@@ -34,16 +31,19 @@ class CountLayout:
     """A :class:`~qrag_integrations.stores.search.StoreLayout` from exact Qdrant counts: one per
     ranked key, and two per document whose fixed positions are asked for (kept for the search)."""
 
-    def __init__(self, source: QdrantSource, filter: models.Filter | None, n: int) -> None:
-        self.source, self.filter, self.n = source, filter, n
+    def __init__(
+        self, client: Any, collection_name: str, filter: models.Filter | None, n: int
+    ) -> None:
+        """``client``: the ``QdrantClient`` holding ``collection_name``; ``filter``: the native
+        filter the chunks match; ``n``: how many do."""
+        self.client, self.collection_name = client, collection_name
+        self.filter, self.n = filter, n
         self._doc_of: dict[int, int] = {}  # rank -> doc_rank, for every key ranked so far
         self._span: dict[int, tuple[int, int]] = {}  # doc_rank -> (first rank, covered chunks)
 
     def _count(self, condition: models.Filter | models.FieldCondition) -> int:
         where = both(self.filter, models.Filter(must=[condition]))
-        return self.source.client.count(
-            self.source.collection_name, count_filter=where, exact=True
-        ).count
+        return self.client.count(self.collection_name, count_filter=where, exact=True).count
 
     def ranks(self, keys: np.ndarray) -> np.ndarray:
         """How many of the matching chunks sort before each of ``keys`` ``(K, 2)``."""
