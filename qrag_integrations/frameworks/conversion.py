@@ -113,6 +113,7 @@ def documents_to_chunks(
     it has none), a LlamaIndex node's ``ref_doc_id``; an unsplit LangChain document or a node
     without a source is its own document. Chunks of one document keep the order they come in;
     documents are ordered by id in the index, so the order documents come in never matters.
+    Blank documents and pieces are skipped with one warning.
 
     Args:
         documents: LangChain ``Document``\\ s or LlamaIndex ``Document``\\ s / nodes.
@@ -121,11 +122,8 @@ def documents_to_chunks(
         document_key: the metadata key naming a chunk's document (``None``: none is read).
 
     Returns:
-        The chunks; ids are the documents' / nodes' ids, derived from document and text where
-        there is none (:func:`~qrag_integrations.core.chunks.derived_chunk_ids`), or ``None``
-        when no document brought one.
-
-    Blank documents and pieces are skipped with one warning.
+        The chunks; ids are the documents' / nodes' ids, derived from document, text and
+        metadata where there is none (:func:`~qrag_integrations.core.chunks.derived_chunk_ids`).
 
     Raises:
         QRAGError: an item is not a framework document, a text is not a string, or the splitter
