@@ -129,14 +129,7 @@ class ChunkIndex:
             doc_ids = [str(d) for d in doc_ids]
             if len(doc_ids) != n:
                 raise QRAGError(f"doc_ids has {len(doc_ids)} entries for {n} texts")
-            old = self._snapshot
-            replaced = [self._row_of[i] for i in ids if i in self._row_of]
-            if replaced:
-                keep = sorted(set(range(len(old))) - set(replaced))
-                old = Snapshot(
-                    tuple(old.chunks[r] for r in keep),
-                    old.embeddings[torch.tensor(keep, dtype=torch.long, device=self.device)],
-                )
+            old = self._without({self._row_of[i] for i in ids if i in self._row_of})
             if orders is None:
                 counts: dict[str, int] = {}
                 for c in old.chunks:
@@ -212,14 +205,20 @@ class ChunkIndex:
     def delete(self, ids: Sequence[str]) -> int:
         """Remove chunks by id; unknown ids are ignored. Returns how many were removed."""
         with self._lock:
-            old = self._snapshot
             drop = {self._row_of[i] for i in ids if i in self._row_of}
             if not drop:
                 return 0
-            keep = [r for r in range(len(old)) if r not in drop]
-            emb = old.embeddings[torch.tensor(keep, dtype=torch.long, device=self.device)]
-            self._swap(Snapshot(tuple(old.chunks[r] for r in keep), emb))
+            self._swap(self._without(drop))
             return len(drop)
+
+    def _without(self, drop: set[int]) -> Snapshot:
+        """The current snapshot less the rows ``drop`` (itself when there are none)."""
+        old = self._snapshot
+        if not drop:
+            return old
+        keep = [r for r in range(len(old)) if r not in drop]
+        emb = old.embeddings[torch.tensor(keep, dtype=torch.long, device=self.device)]
+        return Snapshot(tuple(old.chunks[r] for r in keep), emb)
 
     def _swap(self, snap: Snapshot) -> None:
         self._row_of = {c.id: r for r, c in enumerate(snap.chunks)}
