@@ -184,11 +184,22 @@ def documents_to_chunks(
             stacklevel=3,
         )
     rows.given_ids = any(ids)
-    derived = derived_chunk_ids(rows.texts, groups, rows.metadatas)
-    rows.ids = [given or made for given, made in zip(ids, derived)]
-    # a chunk without a document is its own document
-    rows.doc_ids = [doc or chunk_id for doc, chunk_id in zip(groups, rows.ids)]
+    rows.ids, rows.doc_ids = chunk_identities(rows.texts, groups, rows.metadatas, ids)
     return rows
+
+
+def chunk_identities(
+    texts: Sequence[str],
+    documents: Sequence[str | None],
+    metadatas: Sequence[Mapping[str, Any] | None] | None,
+    ids: Sequence[str | None] | None = None,
+) -> tuple[list[str], list[str]]:
+    """``(chunk ids, document ids)`` of chunks: an id not given is derived from the chunk's
+    document, text and metadata (:func:`~qrag_integrations.core.chunks.derived_chunk_ids`); a
+    chunk without a document (``None``) is its own document, named by its chunk id."""
+    derived = derived_chunk_ids(texts, documents, metadatas)
+    chunk_ids = [given or made for given, made in zip(ids or [None] * len(texts), derived)]
+    return chunk_ids, [doc or chunk for doc, chunk in zip(documents, chunk_ids)]
 
 
 def split_text(splitter: Any, text: str) -> Iterable[str]:

@@ -23,7 +23,7 @@ from llama_index.core.schema import BaseNode
 from pydantic import ConfigDict, Field, PrivateAttr
 
 from qrag_integrations.core import validation
-from qrag_integrations.core.chunks import MetadataFilter, derived_chunk_ids
+from qrag_integrations.core.chunks import MetadataFilter
 from qrag_integrations.core.corpus import Corpus, IndexCorpus
 from qrag_integrations.core.defaults import default_checkpoint
 from qrag_integrations.core.errors import IndexMismatchError, QRAGError
@@ -42,6 +42,7 @@ from qrag_integrations.frameworks.constructors import (
 )
 from qrag_integrations.frameworks.conversion import (
     DOCUMENT_KEY,
+    chunk_identities,
     chunk_to_langchain,
     document_of,
     documents_to_chunks,
@@ -323,9 +324,10 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
             groups = [doc_id or document_of(m or {}, self.document_key, None) for m in metas]
         else:
             groups = [doc_id] * len(texts)
-        made = derived_chunk_ids(texts, groups, metas)
-        chunk_ids = made if ids is None else validation.as_ids(ids)
-        doc_ids = [g or c for g, c in zip(groups, chunk_ids)]  # else its own document
+        given = None if ids is None else validation.as_ids(ids)
+        chunk_ids, doc_ids = chunk_identities(texts, groups, metas, given)
+        # given ids as they are: a wrong count or an empty id is refused by the add's checks
+        chunk_ids = chunk_ids if given is None else given
         return self._add(texts, metadatas, chunk_ids, doc_ids, replace=ids is None)
 
     def add_documents(
