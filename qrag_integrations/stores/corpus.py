@@ -116,7 +116,8 @@ class StoreCorpus:
 
     def delete(self, ids: Sequence[str]) -> int:
         ids = list(ids)
-        documents = getattr(self.source, "chunks_of_documents", None)  # a read-only source has none
+        # a source of the user's own (any object with layout and candidates) may not list documents
+        documents = getattr(self.source, "chunks_of_documents", None)
         return self.source.delete(ids + (documents(ids) if documents else []))
 
     def get(self, ids: Sequence[str]) -> list[Chunk]:
