@@ -20,6 +20,7 @@ torch on CPU. The bf16 copy is a torch tensor scanned by torch's matrix product.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from typing import Any
 
@@ -27,7 +28,7 @@ import numpy as np
 import torch
 
 from qrag_integrations.core.errors import QRAGError
-from qrag_integrations.core.scan import Scored, faiss_threads_for
+from qrag_integrations.core.scan import Scored, best_first, faiss_threads_for
 from qrag_integrations.core.snapshot_cache import BuiltFor
 
 EXACT, INT8, BINARY, BF16 = "exact", "int8", "binary", "bf16"
@@ -148,13 +149,7 @@ def rescore_top(
     if not cand:
         return []
     scores = emb[torch.tensor(cand, device=emb.device)].float() @ vec.to(emb.device).float()
-    order = sorted(range(len(cand)), key=lambda j: (-float(scores[j]), cand[j]))[:depth]
-    return [(cand[j], float(scores[j]), position) for j in order]
-
-
-def _merged(pools: list[list[Scored]], depth: int) -> list[Scored]:
-    """The ``depth`` best of several runs' pools, best first (ties: the lowest row first)."""
-    return sorted((hit for pool in pools for hit in pool), key=lambda h: (-h[1], h[0]))[:depth]
+    return best_first(zip(cand, scores.tolist(), itertools.repeat(position)), depth)
 
 
 def top_compact(
@@ -204,7 +199,7 @@ def top_compact(
             want = min(hi - lo, want_rows + sum(lo <= t < hi for t in taken))
             rows = scanner.candidates(emb, vec[None], lo, hi, want)[0]
             found.append(rescore_top(emb, vec, rows, set(taken), p, depth))
-        out.append(_merged(found, depth))
+        out.append(best_first(itertools.chain.from_iterable(found), depth))
     return out
 
 

@@ -9,7 +9,8 @@ Q-values of chosen chunks at their layout positions.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Sequence
+import heapq
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -23,6 +24,12 @@ if TYPE_CHECKING:
 
 #: A scored chunk of a step: ``(rank, Q, position)``.
 Scored = tuple[int, float, int]
+
+
+def best_first(hits: Iterable[Scored], depth: int) -> list[Scored]:
+    """The ``depth`` best ``(rank, Q, position)`` of ``hits``, higher Q first and the lower rank
+    first among equal ones (the exact scan's tie rule)."""
+    return heapq.nsmallest(depth, hits, key=lambda hit: (-hit[1], hit[0]))
 
 
 #: FAISS searches of fewer queries than this run on one OpenMP thread. For one query on the 2-core

@@ -27,7 +27,7 @@ from qrag_integrations.core.errors import QRAGError
 from qrag_integrations.core.exact_scan import ExactScan
 from qrag_integrations.core.faiss_preselect import FaissPreselector
 from qrag_integrations.core.positions import positions_in_runs
-from qrag_integrations.core.scan import Scored, score_at_positions
+from qrag_integrations.core.scan import Scored, best_first, score_at_positions
 from qrag_integrations.core.step import Step
 
 
@@ -142,9 +142,7 @@ class FaissScorer:
             at = cands.fixed_of(cand)
         model = self.exact.model
         scores, positions = score_at_positions(model, state, sub, cand, cands.n, picked, at)
-        values = scores.tolist()
-        order = sorted(range(len(cand)), key=lambda j: (-values[j], int(cand[j])))[:depth]
-        return [(int(cand[j]), values[j], int(positions[j])) for j in order]
+        return best_first(zip(cand.tolist(), scores.tolist(), positions.tolist()), depth)
 
 
 class SetScorer:
