@@ -91,9 +91,8 @@ class SearchSettings:
     lexical_depth: int | None = None
     """Fuse BM25 of the question into the first ``lexical_steps`` steps: BM25's ranking of this
     many chunks re-orders the best this many by Q, by reciprocal rank (the pick is one of Q's;
-    :mod:`~qrag_integrations.core.lexical`; exact scan, in-memory index). ``0``: no fusion;
-    ``None``: the model's ``QRAGConfig.lexical_depth`` where it can apply (in-memory index, exact
-    scan, no FAISS pre-selection), else none."""
+    :mod:`~qrag_integrations.core.lexical`; in-memory index, any scan). ``0``: no fusion;
+    ``None``: the model's ``QRAGConfig.lexical_depth`` over an in-memory index, else none."""
     lexical_steps: int | None = None
     """How many first steps fuse BM25; ``None``: the model's ``QRAGConfig.lexical_steps``
     (``None`` there: every step)."""
@@ -125,7 +124,7 @@ class MultiStepSearcher:
         self.index = index
         self.settings = settings or SearchSettings()
         self.exact = ExactScan(model, self.settings.block_size)
-        """The exact scan of in-memory candidates (every rule's pool and the exact picks)."""
+        """The exact scan of in-memory candidates (the exact picks and pools)."""
         self._lexical = LexicalRanker()
         self._searched = DocumentRotation(model.config)  # document mode's rotated snapshot
         self._exact = ExactScorer(self.exact)

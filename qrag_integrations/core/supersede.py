@@ -24,7 +24,7 @@ limit at a taken restatement qa3 from 0.37 to 0.52 on validation. The replacemen
 its own exact Q-value.
 
 The rule reads only the step's pool (Q's :data:`POOL` best untaken chunks, which the search's
-exact scan gives: :meth:`~qrag_integrations.core.exact_scan.ExactScan.pools`), the chunks' texts
+scorer gives: :meth:`~qrag_integrations.core.scorers.Scorer.pools`), the chunks' texts
 and their unrotated embeddings: it costs no scan of its own.
 """
 
