@@ -28,6 +28,7 @@ from qrag_integrations.frameworks.filters import as_filter
 from qrag_integrations.stores.rows import (
     KEY_DOC_ID,
     KEY_DOC_RANK,
+    KEY_ID,
     KEY_ORDER,
     RESERVED_KEYS,
     SortedKeys,
@@ -114,6 +115,8 @@ class LangChainMemorySource:
         return SortedKeys(
             [(int(r["metadata"][KEY_DOC_RANK]), int(r["metadata"][KEY_ORDER])) for r in records],
             [r["metadata"][KEY_DOC_ID] for r in records],
+            [r["metadata"][KEY_ID] for r in records],
+            [r["text"] for r in records],
         )
 
     def candidates(self, vector: np.ndarray, k: int, filter: Any) -> StoreCandidates:
@@ -239,7 +242,12 @@ class LlamaIndexSimpleSource:
     def layout(self, filter: Any) -> SortedKeys:
         """Document order of the matching chunks."""
         rows = [self._chunk(i) for i in self._matching(filter)]
-        return SortedKeys([key for _, key in rows], [chunk.doc_id for chunk, _ in rows])
+        return SortedKeys(
+            [key for _, key in rows],
+            [chunk.doc_id for chunk, _ in rows],
+            [chunk.id for chunk, _ in rows],
+            [chunk.text for chunk, _ in rows],
+        )
 
     def candidates(self, vector: np.ndarray, k: int, filter: Any) -> StoreCandidates:
         """The store's ``k`` nearest matching chunks (its cosine similarity)."""

@@ -22,7 +22,7 @@ from qrag_integrations.core.chunks import Chunk
 from qrag_integrations.core.errors import IndexMismatchError, QRAGError
 from qrag_integrations.core.filters import compile_filter, parse_filter
 from qrag_integrations.core.model import QRAGModel
-from qrag_integrations.stores.qdrant_counts import CountLayout
+from qrag_integrations.stores.qdrant_counts import CONTENT, PAGE, CountLayout, scroll_all
 from qrag_integrations.stores.qdrant_filters import METADATA, metadata_field, qdrant_filter
 from qrag_integrations.stores.rows import (
     KEY_DOC_ID,
@@ -38,7 +38,6 @@ from qrag_integrations.stores.rows import (
 )
 from qrag_integrations.stores.search import StoreCandidates
 
-CONTENT = "page_content"
 #: Collection metadata keys.
 META_FINGERPRINT, META_DIM, META_NEXT_DOC_RANK = (
     "qrag_fingerprint",
@@ -51,7 +50,6 @@ META_GENERATION = "qrag_generation"
 #: Filters whose document order a source keeps.
 _CACHED_LAYOUTS = 8
 _ID_NAMESPACE = uuid.UUID("5b0f8a52-53c4-4f59-9a43-1f3f0c1ad0a1")
-_PAGE = 1024
 
 
 def connect(url: str | None = None, path: str | None = None) -> QdrantClient:
@@ -210,18 +208,7 @@ class QdrantSource:
         return StoreCandidates([c for c, _ in rows], vectors, keys)
 
     def _scroll(self, filter: models.Filter | None, fields: list[str] | bool) -> list[Any]:
-        out, offset = [], None
-        while True:
-            page, offset = self.client.scroll(
-                self.collection_name,
-                scroll_filter=filter,
-                limit=_PAGE,
-                offset=offset,
-                with_payload=fields,
-            )
-            out.extend(page)
-            if offset is None:
-                return out
+        return scroll_all(self.client, self.collection_name, filter, fields)
 
     def layout(self, filter: Any) -> SortedKeys | CountLayout:
         """Document order of the matching chunks (see ``rank_by``). A scrolled order holds the
@@ -242,19 +229,32 @@ class QdrantSource:
         cached = self._layouts.get(key)
         if cached is not None and cached[0] == stamp:
             return cached[1]
-        fields = [metadata_field(k) for k in (KEY_DOC_RANK, KEY_ORDER, KEY_DOC_ID)]
-        points = self._scroll(native, [METADATA] if mine else fields)
-        meta = [(p.payload or {}).get(METADATA) or {} for p in points]
+        fields = [metadata_field(k) for k in (KEY_DOC_RANK, KEY_ORDER, KEY_DOC_ID, KEY_ID)]
+        payloads = [
+            p.payload or {}
+            for p in self._scroll(native, [CONTENT, *([METADATA] if mine else fields)])
+        ]
         if mine:  # Qdrant may have matched more: keep what the filter matches
             test = compile_filter(filter)
-            meta = [m for m in meta if test({k: v for k, v in m.items() if k not in RESERVED_KEYS})]
-        if any(KEY_DOC_RANK not in m or KEY_ORDER not in m or KEY_DOC_ID not in m for m in meta):
+            payloads = [
+                p
+                for p in payloads
+                if test(
+                    {k: v for k, v in (p.get(METADATA) or {}).items() if k not in RESERVED_KEYS}
+                )
+            ]
+        meta = [p.get(METADATA) or {} for p in payloads]
+        if any(
+            any(k not in m for k in (KEY_DOC_RANK, KEY_ORDER, KEY_DOC_ID, KEY_ID)) for m in meta
+        ):
             raise IndexMismatchError(
                 f"{self._where} holds points without Q-RAG order fields (written outside the Q-RAG ingest)"
             )
         layout = SortedKeys(
             [(int(m[KEY_DOC_RANK]), int(m[KEY_ORDER])) for m in meta],
             [m[KEY_DOC_ID] for m in meta],
+            [str(m[KEY_ID]) for m in meta],
+            [str(p.get(CONTENT, "")) for p in payloads],
         )
         if len(self._layouts) >= _CACHED_LAYOUTS:
             self._layouts.pop(next(iter(self._layouts)))
@@ -338,7 +338,7 @@ class QdrantSource:
             raise QRAGError(
                 f"expected vectors of shape ({len(rows)}, {self.embedding_dim}), got {vectors.shape}"
             )
-        for start in range(0, len(rows), _PAGE):
+        for start in range(0, len(rows), PAGE):
             self.client.upsert(
                 self.collection_name,
                 points=[
@@ -347,7 +347,7 @@ class QdrantSource:
                         vector=v.tolist(),
                         payload={CONTENT: r.text, METADATA: r.metadata},
                     )
-                    for r, v in zip(rows[start : start + _PAGE], vectors[start : start + _PAGE])
+                    for r, v in zip(rows[start : start + PAGE], vectors[start : start + PAGE])
                 ],
                 wait=True,
             )

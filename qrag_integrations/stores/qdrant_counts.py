@@ -4,6 +4,7 @@ collections (``rank_by="count"``)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -11,8 +12,27 @@ from qdrant_client import models
 
 from qrag_integrations.core.errors import QRAGError
 from qrag_integrations.core.positions import layout_positions
-from qrag_integrations.stores.qdrant_filters import metadata_field
-from qrag_integrations.stores.rows import KEY_DOC_RANK, KEY_ORDER
+from qrag_integrations.stores.qdrant_filters import METADATA, metadata_field
+from qrag_integrations.stores.rows import KEY_DOC_RANK, KEY_ID, KEY_ORDER
+
+#: Payload key of a point's text (the layout ``langchain-qdrant`` reads).
+CONTENT = "page_content"
+#: Points per scroll page.
+PAGE = 1024
+
+
+def scroll_all(
+    client: Any, collection_name: str, filter: models.Filter | None, fields: list[str] | bool
+) -> list[Any]:
+    """Every point of ``collection_name`` matching ``filter``, with the payload ``fields``."""
+    out, offset = [], None
+    while True:
+        page, offset = client.scroll(
+            collection_name, scroll_filter=filter, limit=PAGE, offset=offset, with_payload=fields
+        )
+        out.extend(page)
+        if offset is None:
+            return out
 
 
 def both(*filters: models.Filter | None) -> models.Filter | None:
@@ -40,6 +60,7 @@ class CountLayout:
         self.filter, self.n = filter, n
         self._doc_of: dict[int, int] = {}  # rank -> doc_rank, for every key ranked so far
         self._span: dict[int, tuple[int, int]] = {}  # doc_rank -> (first rank, covered chunks)
+        self._chunks: tuple[list[str], list[str]] | None = None  # (ids, texts), read on demand
 
     def _count(self, condition: models.Filter | models.FieldCondition) -> int:
         where = both(self.filter, models.Filter(must=[condition]))
@@ -94,3 +115,32 @@ class CountLayout:
         the matching chunks of their document."""
         first, length = self.document_spans(ranks)
         return layout_positions(np.asarray(ranks, dtype=np.int64) - first, length, step, span)
+
+    def _rows(self) -> tuple[list[str], list[str]]:
+        """``(ids, texts)`` of the matching chunks in rank order, scrolled once when first asked."""
+        if self._chunks is None:
+            keys = [metadata_field(k) for k in (KEY_ID, KEY_DOC_RANK, KEY_ORDER)]
+            points = scroll_all(self.client, self.collection_name, self.filter, [CONTENT, *keys])
+            rows = []
+            for p in points:
+                payload = p.payload or {}
+                meta = payload.get(METADATA) or {}
+                rows.append(
+                    (
+                        int(meta[KEY_DOC_RANK]),
+                        int(meta[KEY_ORDER]),
+                        str(meta[KEY_ID]),
+                        str(payload.get(CONTENT, "")),
+                    )
+                )
+            rows.sort(key=lambda r: (r[0], r[1]))
+            self._chunks = [r[2] for r in rows], [r[3] for r in rows]
+        return self._chunks
+
+    def ids(self) -> Sequence[str]:
+        """Chunk ids of the matching chunks in rank order (scrolled once, on the first call)."""
+        return self._rows()[0]
+
+    def texts(self) -> Sequence[str]:
+        """Texts of the matching chunks in rank order (scrolled once, on the first call)."""
+        return self._rows()[1]

@@ -229,16 +229,30 @@ def check_dim(dim: int, expected: int, where: str) -> None:
         )
 
 
+def _given(values: list[str] | None, what: str, argument: str) -> list[str]:
+    if values is None:
+        raise QRAGError(f"this layout was built without {what} (pass {argument}= to SortedKeys)")
+    return values
+
+
 class SortedKeys:
     """A :class:`~qrag_integrations.stores.search.StoreLayout` from all the matching chunks' keys."""
 
     def __init__(
-        self, keys: Sequence[tuple[int, int]] | np.ndarray, doc_ids: Sequence[str] | None = None
+        self,
+        keys: Sequence[tuple[int, int]] | np.ndarray,
+        doc_ids: Sequence[str] | None = None,
+        ids: Sequence[str] | None = None,
+        texts: Sequence[str] | None = None,
     ) -> None:
         """Sort ``keys`` ``(doc_rank, order)`` of every chunk the search covers; with their
         ``doc_ids``, documents are ranked by id (natural order) as an in-memory index ranks them,
-        not by the stored rank (the order they were first written)."""
+        not by the stored rank (the order they were first written). ``ids`` and ``texts`` (aligned
+        with ``keys``) are put in the same order, for :meth:`ids` and :meth:`texts`."""
         arr = np.asarray(keys, dtype=np.int64).reshape(-1, 2)
+        for name, seq in (("doc_ids", doc_ids), ("ids", ids), ("texts", texts)):
+            if seq is not None and len(seq) != len(arr):
+                raise QRAGError(f"{name} has {len(seq)} entries for {len(arr)} keys")
         self._stored = self._ranked = np.zeros(0, dtype=np.int64)
         if doc_ids is not None and len(arr):
             pairs = dict(zip(arr[:, 0].tolist(), map(str, doc_ids)))
@@ -247,7 +261,10 @@ class SortedKeys:
             rank_of = {r: i for i, r in enumerate(by_id)}
             self._ranked = np.array([rank_of[r] for r in self._stored.tolist()], dtype=np.int64)
             arr = self._by_id(arr)
-        self.keys = arr[np.lexsort((arr[:, 1], arr[:, 0]))]
+        order = np.lexsort((arr[:, 1], arr[:, 0]))
+        self.keys = arr[order]
+        self._ids = None if ids is None else [str(ids[i]) for i in order.tolist()]
+        self._texts = None if texts is None else [texts[i] for i in order.tolist()]
 
     def _by_id(self, keys: np.ndarray) -> np.ndarray:
         """``keys`` with each stored document rank replaced by its rank by id (when known)."""
@@ -261,6 +278,22 @@ class SortedKeys:
     def n(self) -> int:
         """Number of chunks."""
         return len(self.keys)
+
+    def ids(self) -> Sequence[str]:
+        """Chunk ids of the chunks in rank order (rank ``i`` is ``ids()[i]``).
+
+        Raises:
+            QRAGError: the layout was built without ids.
+        """
+        return _given(self._ids, "chunk ids", "ids")
+
+    def texts(self) -> Sequence[str]:
+        """Texts of the chunks in rank order.
+
+        Raises:
+            QRAGError: the layout was built without texts.
+        """
+        return _given(self._texts, "texts", "texts")
 
     def ranks(self, keys: np.ndarray) -> np.ndarray:
         """How many of the chunks sort before each of ``keys`` ``(K, 2)``."""

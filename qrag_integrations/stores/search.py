@@ -64,6 +64,12 @@ class StoreLayout(Protocol):
     def document_spans(self, ranks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(first rank, chunk count)`` of the document of each chunk at ``ranks``."""
 
+    def ids(self) -> Sequence[str]:
+        """Chunk ids of the chunks in rank order (rank ``i`` is ``ids()[i]``)."""
+
+    def texts(self) -> Sequence[str]:
+        """Texts of the chunks in rank order."""
+
 
 class CandidateSource(Protocol):
     """A store of chunk vectors the store-backed search reads (Qdrant, LangChain and LlamaIndex
