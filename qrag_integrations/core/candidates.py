@@ -4,7 +4,7 @@ matched)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -111,27 +111,46 @@ class DocumentRotation:
         )
 
 
-def all_in_memory(candidates: Sequence[object]) -> bool:
-    """Whether every candidate set is an in-memory index's (:class:`IndexCandidates`)."""
-    return all(isinstance(c, IndexCandidates) for c in candidates)
+@dataclass(frozen=True)
+class CorpusTexts:
+    """The texts BM25 ranks a candidate set's chunks over: every chunk of the corpus the set was
+    drawn from (a filter does not change the terms' statistics), and where the set's ranks lie."""
+
+    key: torch.Tensor | Hashable
+    """Names the corpus: its BM25 index is rebuilt when the key changes (a tensor: by identity)."""
+    texts: Callable[[], Sequence[str]]
+    """Every corpus text, corpus row ``i`` = ``texts()[i]`` (read when an index is built)."""
+    rows: np.ndarray | None
+    """The corpus row of each candidate rank; ``None``: rank = row."""
 
 
 class CandidateSet(Protocol):
-    """The chunks one question searches, as the search loop sees them: how many there are, the
-    chunk at a document-order rank, and the best unpicked one for a state."""
+    """The chunks one question searches, as the search loop and its rules see them: how many there
+    are, the chunk and stored embedding at a document-order rank, the corpus texts BM25 reads, and
+    the best unpicked ones for a state."""
 
     @property
     def n(self) -> int:
         """Number of chunks searched (positions are laid out over them)."""
 
     def chunk(self, rank: int) -> Chunk:
-        """The chunk at this document-order rank (at least every picked one)."""
+        """The chunk at this document-order rank (at least every picked or pooled one)."""
+
+    def vectors(self, ranks: Sequence[int]) -> torch.Tensor:
+        """The stored (unrotated) embeddings at ``ranks`` (at least picked or pooled ones)."""
+
+    def corpus(self) -> CorpusTexts:
+        """The texts BM25 ranks these chunks over."""
 
     def best(self, searcher: Any, state: torch.Tensor, picked: list[int]) -> Scored | None:
         """``(rank, Q-value, position)`` of the pick for ``state`` given the ranks ``picked``;
         ``None`` when no chunk the question may get is left (its search ends). ``searcher`` is
         the :class:`~qrag_integrations.core.search.MultiStepSearcher` asking (a set that scores
         its own chunks needs nothing of it)."""
+
+    def top(self, searcher: Any, state: torch.Tensor, picked: list[int], depth: int) -> list[Scored]:
+        """The ``depth`` best unpicked ``(rank, Q-value, position)`` for ``state``, best first:
+        the pool the search's rules read."""
 
 
 @dataclass(frozen=True)
@@ -180,6 +199,15 @@ class IndexCandidates:
     def chunk(self, rank: int) -> Chunk:
         return self.snap.chunks[rank if self.rows is None else int(self.rows[rank])]
 
+    def vectors(self, ranks: Sequence[int]) -> torch.Tensor:
+        # only the rows asked for, never the whole matrix (a copy of every embedding per call)
+        return self.unrotated[torch.tensor(list(ranks), device=self.unrotated.device)]
+
+    def corpus(self) -> CorpusTexts:
+        """The snapshot's texts, keyed by its stored embeddings (a new snapshot has new ones)."""
+        snap = self.snap
+        return CorpusTexts(snap.embeddings, lambda: [c.text for c in snap.chunks], self.rows)
+
     def layout_runs(
         self, config: QRAGConfig, picked: list[int]
     ) -> list[tuple[int, int, int]] | None:
@@ -222,3 +250,7 @@ class IndexCandidates:
         """The exact arg-max ``(rank, Q, position)`` over every unpicked candidate (the
         searcher's :attr:`~qrag_integrations.core.search.MultiStepSearcher.exact` scan)."""
         return searcher.exact.best_one(self, state, picked)
+
+    def top(self, searcher: Any, state: torch.Tensor, picked: list[int], depth: int) -> list[Scored]:
+        """The exact ``depth`` best unpicked candidates (the searcher's exact scan)."""
+        return searcher.exact.top(self, state, picked, depth)

@@ -19,8 +19,10 @@ words find it; once the picks name every question term, BM25 has nothing left to
 third fact of "Where was the apple before the kitchen?" names neither word). The gap was chosen on
 validation splits (``docs/decisions.md``, 2026-11-28).
 
-BM25 comes from ``bm25s`` (English stop words; a dependency), one index per snapshot of
-the chunks, built on first use and rebuilt when the chunks change.
+BM25 comes from ``bm25s`` (English stop words; a dependency), one index per corpus the
+candidates were drawn from (an in-memory snapshot, or every chunk of a vector store), built on
+first use and rebuilt when the corpus changes; a filter restricts the ranking, not the terms'
+statistics, so a filtered search ranks alike in memory and over a store.
 """
 
 from __future__ import annotations
@@ -28,13 +30,15 @@ from __future__ import annotations
 import functools
 import itertools
 import logging
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import torch
 
-from qrag_integrations.core.candidates import IndexCandidates
+from qrag_integrations.core.candidates import CandidateSet, CorpusTexts
 from qrag_integrations.core.errors import QRAGError, optional_import
 from qrag_integrations.core.scan import Scored
 from qrag_integrations.core.snapshot_cache import BuiltFor
@@ -104,22 +108,35 @@ def bm25_query(question: str) -> list[list[str]]:
 
 
 class LexicalRanker:
-    """BM25 rankings of questions over one snapshot's chunk texts (thread-safe)."""
+    """BM25 rankings of questions over the corpus texts of the candidates searched (thread-safe):
+    an in-memory snapshot's, or a vector store's (:meth:`CandidateSet.corpus`)."""
 
     def __init__(self) -> None:
-        # keyed by the snapshot's embeddings: a new snapshot has new ones, so a stale index is
-        # never used
+        # an index is kept for the corpus last searched: a snapshot's by its embeddings (a new
+        # snapshot has new ones, so a stale index is never used), a store's by its key
         self._slot = BuiltFor()
+        self._lock = threading.Lock()
+        self._keyed: tuple[object, Any] | None = None
 
-    def _scores(self, cands: IndexCandidates, tokens: list[str]) -> np.ndarray:
+    def _index(self, corpus: CorpusTexts) -> Any:
+        def build() -> Any:
+            return bm25_index(corpus.texts())
+
+        if isinstance(corpus.key, torch.Tensor):
+            return self._slot.get(corpus.key, build)
+        with self._lock:
+            if self._keyed is None or self._keyed[0] != corpus.key:
+                self._keyed = (corpus.key, build())
+            return self._keyed[1]
+
+    def _scores(self, cands: CandidateSet, tokens: list[str]) -> np.ndarray:
         """BM25 of ``tokens`` for each candidate (document order among ``cands``)."""
-        snap = cands.snap
-        index = self._slot.get(snap.embeddings, lambda: bm25_index([c.text for c in snap.chunks]))
-        scores = np.asarray(index.get_scores(tokens), dtype=np.float64)
-        return scores if cands.rows is None else scores[cands.rows]
+        corpus = cands.corpus()
+        scores = np.asarray(self._index(corpus).get_scores(tokens), dtype=np.float64)
+        return scores if corpus.rows is None else scores[corpus.rows]
 
     def ranking(
-        self, cands: IndexCandidates, question: str, limit: int | None = None
+        self, cands: CandidateSet, question: str, limit: int | None = None
     ) -> np.ndarray:
         """Candidate ranks (document order among ``cands``) with a positive BM25 score for
         ``question``, best first (ties in document order); the first ``limit`` of them when given
@@ -128,7 +145,7 @@ class LexicalRanker:
         return _head(scores, scores > 0, limit)
 
     def novel(
-        self, cands: IndexCandidates, question: str, picked: Sequence[int], limit: int | None = None
+        self, cands: CandidateSet, question: str, picked: Sequence[int], limit: int | None = None
     ) -> np.ndarray:
         """:meth:`ranking` of ``question`` cut to the chunks that name a term of it that no picked
         chunk names (a chunk names a term when the term's BM25 for it is positive); terms in
@@ -190,7 +207,7 @@ class Fusion:
     """Where one search fuses BM25 of its questions (:func:`fusion_of`)."""
 
     ranker: LexicalRanker
-    """The BM25 rankings of the searched snapshot."""
+    """The BM25 rankings of the searched corpus."""
     questions: Sequence[str]
     """The questions."""
     words: dict[int, np.ndarray]
@@ -223,7 +240,7 @@ class Fusion:
                     continue
                 # enough of the cut ranking for ``depth`` untaken
                 words = self.ranker.novel(
-                    cands,  # type: ignore[arg-type]
+                    cands,
                     self.questions[b],
                     picked,
                     self.depth + len(picked),
@@ -234,7 +251,7 @@ class Fusion:
 
 def fusion_of(
     ranker: LexicalRanker,
-    candidates: Sequence[IndexCandidates],
+    candidates: Sequence[CandidateSet],
     questions: Sequence[str],
     active: Sequence[int],
     k: int,

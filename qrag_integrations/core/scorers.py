@@ -23,7 +23,6 @@ import torch
 from qrag_integrations.core.candidates import IndexCandidates
 from qrag_integrations.core.compact_scan import CompactScanner, top_compact
 from qrag_integrations.core.config import PositionMode
-from qrag_integrations.core.errors import QRAGError
 from qrag_integrations.core.exact_scan import ExactScan
 from qrag_integrations.core.faiss_preselect import FaissPreselector
 from qrag_integrations.core.positions import positions_in_runs
@@ -146,8 +145,8 @@ class FaissScorer:
 
 
 class SetScorer:
-    """Each question's :class:`~qrag_integrations.core.candidates.CandidateSet` picks (a vector
-    store's candidates re-scored exactly); ``searcher`` is passed to the sets' ``best``."""
+    """Each question's :class:`~qrag_integrations.core.candidates.CandidateSet` picks and gives its
+    pool (a vector store's candidates re-scored exactly); ``searcher`` is passed to the sets."""
 
     def __init__(self, searcher: Any) -> None:
         self.searcher = searcher
@@ -159,4 +158,7 @@ class SetScorer:
         ]
 
     def pools(self, step: Step, depth: int) -> list[list[Scored]]:
-        raise QRAGError("the search rules read no pool of a store's candidates")
+        return [
+            cands.top(self.searcher, state, picked, depth)
+            for cands, state, picked in zip(step.candidates, step.states, step.picked)
+        ]

@@ -21,12 +21,7 @@ from dataclasses import dataclass
 
 import torch
 
-from qrag_integrations.core.candidates import (
-    CandidateSet,
-    DocumentRotation,
-    IndexCandidates,
-    all_in_memory,
-)
+from qrag_integrations.core.candidates import CandidateSet, DocumentRotation, IndexCandidates
 from qrag_integrations.core.chunks import Chunk, MetadataFilter
 from qrag_integrations.core.compact_scan import EXACT, check_scan, compact_scanner
 from qrag_integrations.core.config import PositionMode
@@ -91,8 +86,8 @@ class SearchSettings:
     lexical_depth: int | None = None
     """Fuse BM25 of the question into the first ``lexical_steps`` steps: BM25's ranking of this
     many chunks re-orders the best this many by Q, by reciprocal rank (the pick is one of Q's;
-    :mod:`~qrag_integrations.core.lexical`; in-memory index, any scan). ``0``: no fusion;
-    ``None``: the model's ``QRAGConfig.lexical_depth`` over an in-memory index, else none."""
+    :mod:`~qrag_integrations.core.lexical`; every path). ``0``: no fusion; ``None``: the
+    model's ``QRAGConfig.lexical_depth``."""
     lexical_steps: int | None = None
     """How many first steps fuse BM25; ``None``: the model's ``QRAGConfig.lexical_steps``
     (``None`` there: every step)."""
@@ -237,9 +232,7 @@ class MultiStepSearcher:
         question_row: dict[int, int] = {}
         questions = torch.empty(0)
         fusion = self._fusion(candidates, queries, active, k)
-        margin = search_margin(
-            self.settings.supersede, self.model.config.supersede_margin, candidates
-        )
+        margin = search_margin(self.settings.supersede, self.model.config.supersede_margin)
         for number in range(1, k + 1):
             active = [b for b in active if len(picked[b]) < candidates[b].n]
             if not active:
@@ -312,19 +305,14 @@ class MultiStepSearcher:
     def _fusion(
         self, candidates: Sequence[CandidateSet], queries: Sequence[str], active: list[int], k: int
     ) -> Fusion | None:
-        """This search's BM25 fusion: the settings' depth (0: none), else the model's where
-        fusion can run (``None``: no fusion); steps and gap the settings', else the model's."""
+        """This search's BM25 fusion: the settings' depth (0: none), else the model's (``None``:
+        no fusion); steps and gap the settings', else the model's."""
         settings, config = self.settings, self.model.config
-        explicit = settings.lexical_depth
-        if explicit is not None:
-            if explicit and not all_in_memory(candidates):
-                raise QRAGError("lexical fusion (lexical_depth) searches an in-memory index only")
-            depth = explicit or None
-        else:  # the model's: on every in-memory path (its pools come from the scorer)
-            depth = config.lexical_depth if all_in_memory(candidates) else None
+        depth = config.lexical_depth if settings.lexical_depth is None else settings.lexical_depth
+        depth = depth or None
         steps = settings.lexical_steps or config.lexical_steps
         gap = config.lexical_gap if settings.lexical_gap is None else settings.lexical_gap
-        return fusion_of(self._lexical, candidates, queries, active, k, depth, steps, gap)  # type: ignore[arg-type]
+        return fusion_of(self._lexical, candidates, queries, active, k, depth, steps, gap)
 
     def _state_text(self, query: str, candidates: CandidateSet, picked: list[int]) -> str:
         return self.model.state_text(

@@ -30,11 +30,9 @@ and their unrotated embeddings: it costs no scan of its own.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import torch
 
-from qrag_integrations.core.candidates import CandidateSet, IndexCandidates, all_in_memory
+from qrag_integrations.core.candidates import CandidateSet
 from qrag_integrations.core.errors import QRAGError
 from qrag_integrations.core.lexical import bm25_query
 from qrag_integrations.core.scan import Scored
@@ -54,32 +52,25 @@ def terms(text: str) -> set[str]:
     return set(bm25_query(text)[0])
 
 
-def search_margin(
-    flag: bool | None, margin: float | None, candidates: Sequence[CandidateSet]
-) -> float | None:
+def search_margin(flag: bool | None, margin: float | None) -> float | None:
     """The margin a search supersedes picks with, ``None`` where it does not.
 
     ``flag`` is ``SearchSettings.supersede``: ``False``: never. ``True``: always (the model's
-    ``margin``, else :data:`DEFAULT_MARGIN`). ``None``: the model's ``margin`` over in-memory
-    candidates, whatever the scan (the pool comes from the search's scorer).
+    ``margin``, else :data:`DEFAULT_MARGIN`). ``None``: the model's ``margin`` (``None``: never),
+    on every path (the pool comes from the search's scorer or the store's candidates).
 
     Raises:
-        QRAGError: ``flag`` is not a bool or ``None``, or it is ``True`` for candidates that
-            are not an in-memory index's (a store-backed search).
+        QRAGError: ``flag`` is not a bool or ``None``.
     """
     if not (flag is None or isinstance(flag, bool)):
         raise QRAGError(f"supersede must be True, False or None, got {flag!r}")
     if flag is False or (flag is None and margin is None):
         return None
-    if flag:
-        if not all_in_memory(candidates):
-            raise QRAGError("supersede=True searches an in-memory index only")
-        return DEFAULT_MARGIN if margin is None else margin
-    return margin if all_in_memory(candidates) else None
+    return DEFAULT_MARGIN if margin is None else margin
 
 
 def superseding_pick(
-    cands: IndexCandidates,
+    cands: CandidateSet,
     pool: list[Scored],
     picked: list[int],
     pick: Scored,
@@ -124,14 +115,12 @@ def in_order(text: str, shared: set[str]) -> list[str]:
 
 
 def restating(
-    cands: IndexCandidates, rank: int, others: list[int], shared: set[str], similarity: float
+    cands: CandidateSet, rank: int, others: list[int], shared: set[str], similarity: float
 ) -> set[int]:
     """Those of ``others`` (ranks) that restate chunk ``rank``: cosine of the unrotated chunk
     embeddings >= ``similarity``, and every one of the ``shared`` terms (``rank`` holds them
     all) in the order ``rank`` names them."""
-    # only the rows compared, never the whole matrix (a copy of every embedding per pick)
-    rows = torch.tensor([rank, *others], device=cands.unrotated.device)
-    unit = torch.nn.functional.normalize(cands.unrotated[rows].float(), dim=-1)
+    unit = torch.nn.functional.normalize(cands.vectors([rank, *others]).float(), dim=-1)
     cosines = (unit[1:] @ unit[0]).tolist()
     order = in_order(cands.chunk(rank).text, shared)
     return {
@@ -150,9 +139,8 @@ def superseded(
     similarity: float,
 ) -> list[Scored | None]:
     """One step's picks after the rule: ``best[i]`` is the ``i``-th question's pick (``None``:
-    nothing left), ``pools[i]`` its state's :data:`POOL` best, ``texts[i]`` its state text; every
-    candidate set is an in-memory one (:func:`search_margin` returned ``margin``)."""
+    nothing left), ``pools[i]`` its state's :data:`POOL` best, ``texts[i]`` its state text."""
     return [
-        pick and superseding_pick(cands, pool, picked, pick, text, margin, similarity)  # type: ignore[arg-type]
+        pick and superseding_pick(cands, pool, picked, pick, text, margin, similarity)
         for cands, pool, picked, pick, text in zip(step.candidates, pools, step.picked, best, texts)
     ]

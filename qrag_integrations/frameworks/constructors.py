@@ -23,9 +23,9 @@ if TYPE_CHECKING:
 #: Fields that only a store-backed retriever uses (refused, and not saved, without a store).
 STORE_FIELDS = frozenset({"candidates_per_step", "check_exact"})
 #: Fields that only the in-memory index's scan uses (refused with a store).
-SCAN_FIELDS = frozenset(
-    {"scan", "rescore", "lexical_depth", "lexical_steps", "lexical_gap", "supersede"}
-)
+SCAN_FIELDS = frozenset({"scan", "rescore"})
+#: The search rules' fields: the same rules on every path, in memory and over a store.
+RULE_FIELDS = frozenset({"lexical_depth", "lexical_steps", "lexical_gap", "supersede"})
 
 
 def check_store_options(

@@ -11,9 +11,9 @@ framework objects and chunks in :mod:`~qrag_integrations.frameworks.conversion`,
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
-import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -35,6 +35,7 @@ from qrag_integrations.core.options import check_options
 from qrag_integrations.core.persistence import save_retriever
 from qrag_integrations.core.search import Hit, SearchSettings
 from qrag_integrations.frameworks.constructors import (
+    RULE_FIELDS,
     SCAN_FIELDS,
     STORE_FIELDS,
     RetrieverConstructors,
@@ -209,10 +210,12 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
         self._model = model.eval()
         if self.backend != "torch" or self.quantize is not None:
             model.set_backend(self.backend, self.quantize)
+        rules = SearchSettings(**{name: getattr(self, name) for name in RULE_FIELDS})
         if store is not None:
-            self._warn_rules_off_over_stores(model)
             source = open_store(store, model, collection_name, rank_by)
-            self._corpus = StoreCorpus(model, source, self.candidates_per_step, self.check_exact)
+            self._corpus = StoreCorpus(
+                model, source, self.candidates_per_step, self.check_exact, rules
+            )
             return
         if index is None:
             index = ChunkIndex(
@@ -223,27 +226,10 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
                 f"index embedding size {index.embedding_dim} != model embedding size {model.embedding_dim}"
             )
         own = {name: getattr(self, name) for name in SCAN_FIELDS}  # the in-memory search's fields
-        settings = SearchSettings(faiss_candidates=self.faiss_candidates, **own)
+        settings = dataclasses.replace(rules, faiss_candidates=self.faiss_candidates, **own)
         self._corpus = IndexCorpus(model, index, settings)
         if texts is not None:
             self.add_texts(texts, metadatas=metadatas, ids=ids)
-
-    def _warn_rules_off_over_stores(self, model: QRAGModel) -> None:
-        """Say so, once per retriever, when the model's own search rules (BM25 fusion,
-        restatements) do not run because the chunks live in a store: never a silent change."""
-        off = []
-        if model.config.lexical_depth and self.lexical_depth is None:
-            off.append("BM25 fusion (lexical_depth=0 accepts it)")
-        if model.config.supersede_margin is not None and self.supersede is None:
-            off.append("the restatement rule (supersede=False accepts it)")
-        if off:
-            warnings.warn(
-                f"over a vector store the model's {' and '.join(off)} "
-                f"{'do' if len(off) > 1 else 'does'} not run, so picks can differ from the same "
-                "chunks searched in memory (docs/stores.md)",
-                UserWarning,
-                stacklevel=4,
-            )
 
     @classmethod
     def _refuse_unknown(cls, options: Iterable[str], method: str, *also: str) -> None:

@@ -5,9 +5,11 @@ step's state embedding (plain inner product or the store's own metric, metadata 
 through), reads their vectors and document-order keys, and re-scores them exactly with the
 Q-function at the positions the in-memory :class:`~qrag_integrations.core.index.ChunkIndex` would give
 them (:func:`~qrag_integrations.core.scan.score_at_positions`, the one scoring code). The loop,
-state texts, anchoring and stop rule are :class:`~qrag_integrations.core.search.MultiStepSearcher`'s.
-Whenever the candidates hold the exact arg-max, picks, Q-values and positions are the exact
-search's; :class:`StoreStats` counts how often they did (``check_exact=True``).
+state texts, anchoring, stop rule and search rules are :class:`~qrag_integrations.core.search.MultiStepSearcher`'s:
+BM25 fusion ranks the store's texts (all of them, read once per search and indexed while the store
+is unchanged) and the rules read their pool from the candidates. Whenever the candidates hold the
+exact arg-max (and a rule's pool), picks, Q-values and positions are the in-memory search's;
+:class:`StoreStats` counts how often they held the arg-max (``check_exact=True``).
 
 A filter mapping (:mod:`~qrag_integrations.core.filters`) is pushed down to the store as far as
 the store can say it *and* every candidate the store returns is checked against it here
@@ -18,6 +20,7 @@ never makes a chunk outside the filter a pick.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -26,14 +29,15 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
+from qrag_integrations.core.candidates import CorpusTexts
 from qrag_integrations.core.chunks import Chunk, mapping_filter
 from qrag_integrations.core.config import PositionMode
 from qrag_integrations.core.errors import IndexMismatchError, QRAGError
 from qrag_integrations.core.index import ChunkIndex
 from qrag_integrations.core.model import QRAGModel
 from qrag_integrations.core.positions import document_relative_positions_at
-from qrag_integrations.core.scan import score_at_positions
-from qrag_integrations.core.search import Hit, MultiStepSearcher
+from qrag_integrations.core.scan import Scored, best_first, score_at_positions
+from qrag_integrations.core.search import Hit, MultiStepSearcher, SearchSettings
 
 
 @dataclass(frozen=True)
@@ -140,17 +144,28 @@ class _Scored:
 
 
 class _StoreSet:
-    """One question's view of the store: the :class:`~qrag_integrations.core.candidates.CandidateSet` the
-    search loop drives."""
+    """One question's view of the store: the :class:`~qrag_integrations.core.candidates.CandidateSet`
+    the search loop and its rules drive. It knows the chunks the store returned so far (every
+    pick and pool member is one of them)."""
 
-    def __init__(self, owner: StoreSearcher, filter: Any, layout: StoreLayout) -> None:
-        self.owner, self.filter, self.layout = owner, filter, layout
+    def __init__(
+        self,
+        owner: StoreSearcher,
+        filter: Any,
+        layout: StoreLayout,
+        corpus: Callable[[], CorpusTexts],
+    ) -> None:
+        self.owner, self.filter, self.layout, self.corpus = owner, filter, layout, corpus
         self.n = layout.n
         self._admits = admits(filter)
-        self._picked: dict[int, Chunk] = {}
+        self._seen: dict[int, tuple[Chunk, np.ndarray]] = {}  # by rank: chunk, stored vector
 
     def chunk(self, rank: int) -> Chunk:
-        return self._picked[rank]
+        return self._seen[rank][0]
+
+    def vectors(self, ranks: Sequence[int]) -> torch.Tensor:
+        rows = np.stack([self._seen[int(r)][1] for r in ranks])
+        return torch.from_numpy(rows).to(self.owner.model.device)
 
     def _scored(self, state: torch.Tensor, want: int, picked: list[int]) -> _Scored:
         """Candidates among the store's ``want`` nearest that are unpicked and pass the filter
@@ -163,14 +178,15 @@ class _StoreSet:
             raise IndexMismatchError(
                 f"the store returned vectors of shape {got.vectors.shape}, the model makes {owner.model.embedding_dim}"
             )
-        taken = {self._picked[r].id for r in picked}
+        taken = {self._seen[r][0].id for r in picked}
         unpicked = [i for i, c in enumerate(got.chunks) if c.id not in taken]
         keep = [i for i in unpicked if self._admits(got.chunks[i])]
         chunks = [got.chunks[i] for i in keep]
         ranks = self.layout.ranks(got.keys[keep].reshape(-1, 2))
-        vectors = torch.from_numpy(np.ascontiguousarray(got.vectors[keep], dtype=np.float32)).to(
-            owner.model.device
-        )
+        stored = np.ascontiguousarray(got.vectors[keep], dtype=np.float32)
+        for chunk, rank, vector in zip(chunks, ranks.tolist(), stored):
+            self._seen[rank] = (chunk, vector)
+        vectors = torch.from_numpy(stored).to(owner.model.device)
         cfg = owner.model.config
         fixed = None
         if cfg.position_mode is PositionMode.DOCUMENT:  # stored vectors are unrotated
@@ -210,28 +226,34 @@ class _StoreSet:
 
     def best(
         self, searcher: MultiStepSearcher, state: torch.Tensor, picked: list[int]
-    ) -> tuple[int, float, int] | None:
+    ) -> Scored | None:
+        top = self.top(searcher, state, picked, 1)
+        return top[0] if top else None
+
+    def top(
+        self, searcher: MultiStepSearcher, state: torch.Tensor, picked: list[int], depth: int
+    ) -> list[Scored]:
+        """The ``depth`` best of the store's nearest ``max(candidates_per_step, depth)`` unpicked
+        chunks at exact Q, best first (``[]``: nothing inside the filter is left)."""
         owner = self.owner
-        want = min(self.n, owner.candidates_per_step + len(picked))
+        want = min(self.n, max(owner.candidates_per_step, depth) + len(picked))
         found = self._scored(state, want, picked)
         if not found.chunks and found.outside:  # all refused: look at every match
             found = self._every(state, max(want, self.n), picked)
         if not found.chunks:
             if found.outside:
-                return None  # the store matches more, but nothing inside the filter is left
+                return []  # the store matches more, but nothing inside the filter is left
             raise QRAGError(
                 "the store returned no unpicked candidate (was it changed during the search?)"
             )
-        chunks, ranks, q, positions = found.chunks, found.ranks, found.q, found.positions
-        i = _arg_max(q, ranks)
-        rank = int(ranks[i])
         exact_found = None
         if owner.check_exact:
             every = self._every(state, self.n, picked)
-            exact_found = every.chunks[_arg_max(every.q, every.ranks)].id in {c.id for c in chunks}
-        owner._count(len(chunks), exact_found)
-        self._picked[rank] = chunks[i]
-        return rank, float(q[i]), int(positions[i])
+            best = every.chunks[_arg_max(every.q, every.ranks)].id
+            exact_found = best in {c.id for c in found.chunks}
+        owner._count(len(found.chunks), exact_found)
+        scored = zip(found.ranks.tolist(), found.q.tolist(), found.positions.tolist())
+        return best_first(scored, depth)
 
 
 def _arg_max(q: torch.Tensor, ranks: np.ndarray) -> int:
@@ -250,15 +272,19 @@ class StoreSearcher:
         source: CandidateSource,
         candidates_per_step: int = 64,
         check_exact: bool = False,
+        settings: SearchSettings | None = None,
     ) -> None:
         """Search ``source`` with ``model``.
 
         Args:
             model: the Q-RAG model whose chunk encoder wrote the store.
             source: the store.
-            candidates_per_step: chunks asked from the store per step and re-scored exactly.
+            candidates_per_step: chunks asked from the store per step and re-scored exactly (at
+                least as many as a search rule's pool).
             check_exact: also score every matching chunk each step, to count in :attr:`stats`
                 how often the exact arg-max was among the candidates (costly: for evaluation).
+            settings: the search rules (``lexical_*``, ``supersede``; the model's where ``None``),
+                as in memory; the scan settings do not apply to a store.
         """
         if candidates_per_step < 1:
             raise QRAGError(f"candidates_per_step must be >= 1, got {candidates_per_step}")
@@ -270,7 +296,7 @@ class StoreSearcher:
         self.candidates_per_step, self.check_exact = candidates_per_step, check_exact
         self.stats = StoreStats()
         self._lock = threading.Lock()
-        self._searcher = MultiStepSearcher(model, ChunkIndex(model.embedding_dim))
+        self._searcher = MultiStepSearcher(model, ChunkIndex(model.embedding_dim), settings)
 
     def search(
         self,
@@ -287,8 +313,21 @@ class StoreSearcher:
         not change during a search.
         """
         layout = self.source.layout(filter)  # one filter for all questions: one layout
-        sets = [_StoreSet(self, filter, layout) for _ in queries]
+        corpus = functools.cache(lambda: self._corpus(layout, filter))  # read if a rule needs it
+        sets = [_StoreSet(self, filter, layout, corpus) for _ in queries]
         return self._searcher.search_sets(queries, sets, k, stop_threshold)
+
+    def _corpus(self, layout: StoreLayout, filter: Any) -> CorpusTexts:
+        """Every chunk's text in the store (BM25's term statistics, as an in-memory index of the
+        same chunks has them whatever the filter), and the corpus row of each of ``layout``'s
+        ranks; keyed by the ids and texts, so an unchanged store keeps its BM25 index."""
+        whole = layout if filter is None else self.source.layout(None)
+        ids, texts = list(whole.ids()), list(whole.texts())
+        rows = None
+        if whole is not layout:
+            row_of = {chunk_id: row for row, chunk_id in enumerate(ids)}
+            rows = np.array([row_of[i] for i in layout.ids()], dtype=np.int64)
+        return CorpusTexts((len(ids), hash(tuple(ids)), hash(tuple(texts))), lambda: texts, rows)
 
     def _count(self, candidates: int, exact_found: bool | None) -> None:
         with self._lock:

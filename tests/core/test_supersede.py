@@ -21,7 +21,7 @@ from qrag_integrations.core.exact_scan import ExactScan
 from qrag_integrations.core.index import ChunkIndex
 from qrag_integrations.core.model import QRAGModel
 from qrag_integrations.core.search import MultiStepSearcher, SearchSettings
-from qrag_integrations.core.supersede import DEFAULT_MARGIN, POOL, search_margin
+from qrag_integrations.core.supersede import DEFAULT_MARGIN, POOL
 
 PEOPLE = ["mary", "john", "sandra", "daniel"]
 PLACES = ["kitchen", "garden", "office", "hallway", "bathroom"]
@@ -184,7 +184,7 @@ def test_the_rule_changes_picks(make_model) -> None:
     assert [as_tuples(h) for h in ruled] != [as_tuples(h) for h in plain]
 
 
-def test_explicitly_on_with_a_compact_scan_and_refused_for_a_store(make_model) -> None:
+def test_explicitly_on_with_a_compact_scan(make_model) -> None:
     base = make_model("none")
     index = story_index()
     compact = SearchSettings(scan="int8", rescore=400, supersede=True)
@@ -192,8 +192,6 @@ def test_explicitly_on_with_a_compact_scan_and_refused_for_a_store(make_model) -
     rule = with_rule(base, DEFAULT_MARGIN, base.config.supersede_similarity)
     for query, hits in zip(QUERIES, got):
         assert_same(as_tuples(hits), reference(rule, index, query, 3, DEFAULT_MARGIN))
-    with pytest.raises(QRAGError, match="in-memory index only"):
-        search_margin(True, None, [object()])  # type: ignore[list-item]
     with pytest.raises(QRAGError, match="supersede must be True, False or None"):
         MultiStepSearcher(base, index, SearchSettings(supersede="yes")).search(QUERIES, k=1)  # type: ignore[arg-type]
 

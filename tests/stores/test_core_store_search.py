@@ -13,11 +13,12 @@ from search_reference import (
     assert_same,
     brute_force,
     random_index,
+    with_config,
 )
 
 from qrag_integrations.core.errors import IndexMismatchError, QRAGError
 from qrag_integrations.core.index import ChunkIndex
-from qrag_integrations.core.search import MultiStepSearcher
+from qrag_integrations.core.search import MultiStepSearcher, SearchSettings
 from qrag_integrations.stores.rows import SortedKeys
 from qrag_integrations.stores.search import StoreCandidates, StoreSearcher
 
@@ -39,7 +40,12 @@ class IndexSource:
 
     def layout(self, filter) -> SortedKeys:
         rows = self._rows(filter)
-        return SortedKeys(np.stack([self.doc_rank[rows], rows], axis=1))
+        chunks = [self.snap.chunks[r] for r in rows]
+        return SortedKeys(
+            np.stack([self.doc_rank[rows], rows], axis=1),
+            ids=[c.id for c in chunks],
+            texts=[c.text for c in chunks],
+        )
 
     def candidates(self, vector: np.ndarray, k: int, filter) -> StoreCandidates:
         self.asked.append(k)
@@ -53,16 +59,66 @@ class IndexSource:
 
 
 @pytest.mark.parametrize("mode", list(MODES))
-@pytest.mark.parametrize("own_depth", [None, 5])
-def test_full_candidates_match_brute_force(make_model, mode: str, own_depth: int | None) -> None:
+def test_full_candidates_match_brute_force(make_model, mode: str) -> None:
     model, index = make_model(mode), random_index()
-    model.config.lexical_depth = own_depth  # a model's own BM25 fusion stays out of stores
     searcher = StoreSearcher(model, IndexSource(index), candidates_per_step=N, check_exact=True)
     results = searcher.search(QUERIES, k=6)
     for query, hits in zip(QUERIES, results):
         assert_same(as_tuples(hits), brute_force(model, index, query, 6))
     assert searcher.stats.steps == searcher.stats.exact_checked == 6 * len(QUERIES)
     assert searcher.stats.exact_rate == 1.0
+
+
+#: The model's own search rules, each alone and together (a margin and similarity loose enough
+#: that the random tiny model's chunks restate one another).
+RULES = {
+    "fusion": {"lexical_depth": 5},
+    "fusion-gap": {"lexical_depth": 3, "lexical_steps": 1, "lexical_gap": 0.5},
+    "restatements": {"supersede_margin": 1e6, "supersede_similarity": -1.0},
+    "all": {"lexical_depth": 4, "lexical_steps": 1, "lexical_gap": 0.5, "supersede_margin": 1e6},
+}
+PEOPLE, PLACES = ["mary", "john", "sandra", "daniel"], ["kitchen", "garden", "office", "hallway"]
+STORY = [f"{PEOPLE[i % 4]} went to the {PLACES[(3 * i) % 4]} {i}" for i in range(18)]
+ASKED = ["where is mary", "where is john the garden", "who went to the office", "daniel"]
+
+
+def story_index() -> ChunkIndex:
+    """Chunks whose words the questions name (BM25 has something to rank), in three documents."""
+    index = ChunkIndex(32)
+    emb = torch.randn(len(STORY), 32, generator=torch.Generator().manual_seed(5))
+    metas = [{"doc": "A" if i % 3 else "B"} for i in range(len(STORY))]
+    docs = [f"d{i // 6}" for i in range(len(STORY))]
+    index.add(STORY, emb, metadatas=metas, ids=[f"s{i}" for i in range(len(STORY))], doc_ids=docs)
+    return index
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+@pytest.mark.parametrize("rules", list(RULES))
+def test_the_models_rules_run_over_a_store_as_in_memory(make_model, mode: str, rules: str) -> None:
+    """BM25 fusion and restatements over a store whose candidates hold every chunk: the in-memory
+    search's picks, filtered or not (BM25 statistics of the whole store, as of the whole index)."""
+    model, index = with_config(make_model(mode), **RULES[rules]), story_index()
+    for filter in (None, {"doc": "A"}):
+        store = StoreSearcher(model, IndexSource(index), candidates_per_step=len(STORY))
+        got = store.search(ASKED, k=5, filter=filter)
+        want = MultiStepSearcher(model, index).search(ASKED, k=5, filter=filter)
+        for hits, expected in zip(got, want):
+            assert_same(as_tuples(hits), as_tuples(expected))
+
+
+def test_the_rules_change_store_picks_and_settings_switch_them_off(make_model) -> None:
+    """The test above is not vacuous: over these chunks the rules change picks, and the search
+    settings turn them off over a store as in memory."""
+    base = make_model("relative")
+    index, n = story_index(), len(STORY)
+    off = SearchSettings(lexical_depth=0, supersede=False)
+    for rules in RULES.values():
+        model = with_config(base, **rules)
+        ruled = StoreSearcher(model, IndexSource(index), candidates_per_step=n).search(ASKED, k=5)
+        plain = StoreSearcher(model, IndexSource(index), n, settings=off).search(ASKED, k=5)
+        assert [as_tuples(h) for h in ruled] != [as_tuples(h) for h in plain]
+        for query, hits in zip(ASKED, plain):
+            assert_same(as_tuples(hits), brute_force(base, index, query, 5))
 
 
 @pytest.mark.parametrize("mode", ["relative", "absolute", "relative-anchored"])

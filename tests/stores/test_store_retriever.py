@@ -11,6 +11,7 @@ from langchain_core.documents import Document
 from langchain_core.vectorstores import InMemoryVectorStore
 from llama_index.core.vector_stores import SimpleVectorStore
 from qdrant_client import QdrantClient, models
+from search_reference import with_config
 
 from qrag_integrations.core.config import PositionMode, QRAGConfig
 from qrag_integrations.core.errors import IndexMismatchError, QRAGError
@@ -70,8 +71,17 @@ def docs(result: list[Document]) -> list[tuple]:
     ]
 
 
+#: The model's own search rules (BM25 fusion, restatements), loose enough to change picks here.
+RULES = {"lexical_depth": 4, "lexical_steps": 1, "lexical_gap": 0.5, "supersede_margin": 1e6}
+
+
 @pytest.mark.parametrize("kind", ["qdrant", "langchain", "llama_index"])
-def test_store_retriever_answers_as_the_in_memory_one(model: QRAGModel, kind: str) -> None:
+@pytest.mark.parametrize("rules", [False, True])
+def test_store_retriever_answers_as_the_in_memory_one(
+    model: QRAGModel, kind: str, rules: bool
+) -> None:
+    if rules:  # the same search rules run over the store
+        model = with_config(model, **RULES)
     memory = filled(QRAGRetriever(model=model, k=4))
     store = filled(
         QRAGRetriever.from_store(
@@ -106,15 +116,22 @@ def test_store_retriever_refuses_index_and_save(model: QRAGModel, tmp_path: Path
         QRAGRetriever.from_store(model=model, store=object())
     with pytest.raises(QRAGError, match="collection_name"):
         QRAGRetriever.from_store(model=model, store=QdrantClient(":memory:"))
-    for option in (
-        {"scan": "int8"},
-        {"rescore": 5},
-        {"lexical_depth": 20},
-        {"lexical_steps": 1},
-        {"lexical_gap": 0.02},
-    ):
+    for option in ({"scan": "int8"}, {"rescore": 5}):
         with pytest.raises(QRAGError, match="in-memory index's scan"):
             QRAGRetriever.from_store(model=model, **store_of("langchain", model), **option)
+
+
+def test_search_rules_apply_to_a_store(model: QRAGModel) -> None:
+    """The rules' options are the search's, on every path: a store takes them as memory does."""
+    ruled = with_config(model, **RULES)
+    for option in ({"lexical_depth": 0}, {"lexical_steps": 2}, {"lexical_gap": 0.0}):
+        for supersede in (False, None):
+            kwargs = {**option, "supersede": supersede, "k": 4}
+            store = filled(
+                QRAGRetriever.from_store(model=ruled, **store_of("langchain", ruled), **kwargs)
+            )
+            memory = filled(QRAGRetriever(model=ruled, **kwargs))
+            assert docs(store.invoke(QUESTION)) == docs(memory.invoke(QUESTION))
 
 
 def test_store_only_options_are_refused_without_a_store(model: QRAGModel) -> None:
