@@ -212,7 +212,7 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
             model.set_backend(self.backend, self.quantize)
         rules = SearchSettings(**{name: getattr(self, name) for name in RULE_FIELDS})
         if store is not None:
-            source = open_store(store, model, collection_name, rank_by)
+            source = open_store(store, model, collection_name, rank_by, self.document_key)
             self._corpus = StoreCorpus(
                 model, source, self.candidates_per_step, self.check_exact, rules
             )

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.vectorstores import InMemoryVectorStore
+from llama_index.core.indices.vector_store.base import VectorStoreIndex
 from llama_index.core.vector_stores import SimpleVectorStore
 
 from qrag_integrations.core.chunks import Chunk
@@ -24,7 +25,11 @@ from qrag_integrations.stores.search import StoreSearcher, StoreStats
 
 
 def open_store(
-    store: Any, model: QRAGModel, collection_name: str | None = None, rank_by: str = "auto"
+    store: Any,
+    model: QRAGModel,
+    collection_name: str | None = None,
+    rank_by: str = "auto",
+    document_key: str | None = "source",
 ) -> Any:
     """The store-backed search source of a store object.
 
@@ -32,19 +37,26 @@ def open_store(
         store: a ``qdrant_client.QdrantClient`` (with ``collection_name``), a ``langchain_qdrant``
             or ``llama_index`` ``QdrantVectorStore`` (its client and collection), a LangChain
             ``InMemoryVectorStore`` built with :class:`~qrag_integrations.frameworks.embeddings.QRAGEmbeddings`,
-            a LlamaIndex ``SimpleVectorStore``, or a ready source (``layout`` + ``candidates``).
+            a LlamaIndex ``VectorStoreIndex`` (its vector store, texts from its docstore) or
+            ``SimpleVectorStore``, or a ready source (``layout`` + ``candidates``).
         model: the Q-RAG model.
         collection_name: the Qdrant collection (created if missing) when ``store`` is a client.
         rank_by: Qdrant only: see :class:`~qrag_integrations.stores.qdrant.QdrantSource`.
+        document_key: the metadata key naming a chunk's document in a store a framework filled
+            (:mod:`~qrag_integrations.stores.derived`).
 
     Raises:
         QRAGError: an unsupported store, or a client without ``collection_name``.
         IndexMismatchError: the store holds vectors of another checkpoint.
     """
+    if isinstance(store, VectorStoreIndex):
+        if isinstance(store.vector_store, SimpleVectorStore):
+            return LlamaIndexSimpleSource(store.vector_store, model, store.docstore, document_key)
+        store = store.vector_store  # a Qdrant store: the texts are in its points
     if isinstance(store, InMemoryVectorStore):
-        return LangChainMemorySource(store, model)
+        return LangChainMemorySource(store, model, document_key)
     if isinstance(store, SimpleVectorStore):
-        return LlamaIndexSimpleSource(store, model)
+        return LlamaIndexSimpleSource(store, model, document_key=document_key)
     if hasattr(store, "layout") and hasattr(store, "candidates"):
         return store
     try:
@@ -65,7 +77,8 @@ def open_store(
             return QdrantSource(client, name, model, rank_by=rank_by)
     raise QRAGError(
         f"unsupported store {type(store).__name__}: pass a QdrantClient (pip install qdrant-client), a Qdrant "
-        "vector store of langchain-qdrant / llama-index, a LangChain InMemoryVectorStore or a LlamaIndex SimpleVectorStore"
+        "vector store of langchain-qdrant / llama-index, a LangChain InMemoryVectorStore, a LlamaIndex "
+        "VectorStoreIndex or SimpleVectorStore"
     )
 
 

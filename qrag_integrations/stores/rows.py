@@ -33,6 +33,11 @@ KEY_ID, KEY_DOC_ID, KEY_ORDER, KEY_DOC_RANK, KEY_FINGERPRINT = (
 )
 #: Metadata keys reserved for Q-RAG in stored points.
 RESERVED_KEYS = (KEY_ID, KEY_DOC_ID, KEY_ORDER, KEY_DOC_RANK, KEY_FINGERPRINT)
+#: How a store of other vectors becomes searchable (ends every refusal of such a store).
+ADOPT_HINT = (
+    "adopt it with QRAGRetriever.adopt(store, ...), which embeds its texts with this chunk "
+    "encoder into a new collection or store (docs/stores.md)"
+)
 
 
 _FINGERPRINTS: weakref.WeakKeyDictionary[QRAGModel, str] = weakref.WeakKeyDictionary()
@@ -211,7 +216,7 @@ def row_chunk(
     if metadata[KEY_FINGERPRINT] != fingerprint:
         raise IndexMismatchError(
             f"{where} holds vectors of another chunk encoder (fingerprint "
-            f"{str(metadata[KEY_FINGERPRINT])[:12]}..., this model's {fingerprint[:12]}...); re-ingest it with this model"
+            f"{str(metadata[KEY_FINGERPRINT])[:12]}..., this model's {fingerprint[:12]}...); {ADOPT_HINT}"
         )
     user = {k: v for k, v in metadata.items() if k not in RESERVED_KEYS}
     chunk = Chunk(
@@ -224,8 +229,8 @@ def check_dim(dim: int, expected: int, where: str) -> None:
     """Refuse a store whose vectors are not ``expected``-dimensional."""
     if dim != expected:
         raise IndexMismatchError(
-            f"{where} holds {dim}-dimensional vectors but this model makes {expected}-dimensional ones; "
-            "it was not written with this checkpoint's chunk encoder"
+            f"{where} holds {dim}-dimensional vectors but this model makes {expected}-dimensional ones: "
+            f"it was not written with this checkpoint's chunk encoder; {ADOPT_HINT}"
         )
 
 

@@ -322,25 +322,3 @@ def test_qdrant_document_order_is_reused_until_the_collection_changes(model: QRA
     )
     with pytest.raises(IndexMismatchError, match="without Q-RAG order fields"):
         source.layout({"kind": "odd"})
-
-
-def test_stores_written_by_the_frameworks_own_pipelines_are_refused(model: QRAGModel) -> None:
-    """Right encoder but no document order: the framework wrote the points, not the Q-RAG ingest."""
-    from llama_index.core import StorageContext, VectorStoreIndex
-    from llama_index.core.schema import TextNode
-
-    from qrag_integrations.frameworks.embeddings import QRAGLlamaEmbedding
-
-    lc = InMemoryVectorStore(embedding=QRAGEmbeddings(model))
-    lc.add_texts(TEXTS[:3])
-    with pytest.raises(IndexMismatchError, match="without Q-RAG fields"):
-        LangChainMemorySource(lc, model)
-    simple = SimpleVectorStore()
-    VectorStoreIndex(
-        [TextNode(text=t) for t in TEXTS[:3]],
-        embed_model=QRAGLlamaEmbedding(model),
-        storage_context=StorageContext.from_defaults(vector_store=simple),
-    )
-    assert len(simple.data.embedding_dict) == 3
-    with pytest.raises(IndexMismatchError, match="without Q-RAG fields"):
-        LlamaIndexSimpleSource(simple, model)
