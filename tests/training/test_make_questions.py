@@ -243,3 +243,14 @@ def test_the_command_writes_a_loadable_file_and_never_overwrites(
     assert info.value.code == 2
     assert "exists; pass --overwrite" in capsys.readouterr().err
     assert out.read_bytes() == before
+
+
+def test_the_command_names_a_missing_input_on_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as info:
+        make_questions_main([str(tmp_path / "nope"), "--out", str(tmp_path / "x.jsonl")])
+    assert info.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("qrag-make-questions: error: ") and "nope" in err[-1]
+    assert not (tmp_path / "x.jsonl").exists()
