@@ -254,3 +254,32 @@ def test_the_command_names_a_missing_input_on_one_line(
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("qrag-make-questions: error: ") and "nope" in err[-1]
     assert not (tmp_path / "x.jsonl").exists()
+
+
+@pytest.mark.parametrize(
+    ("sentence", "answer", "question"),
+    [
+        ("In 1066, William invaded England.", "1066", "In what year, William invaded England?"),
+        ("The town has 12 water mills.", "12", "The town has how many water mills?"),
+        (
+            "Rollo gave his name to the Normandy coast.",
+            "Normandy",
+            "Rollo gave his name to what coast?",
+        ),
+        (
+            (
+                "Lavoisier observed that there was no overall increase in weight when tin and air "
+                "were heated in a closed container, said the chronicle of the famous academy."
+            ),
+            "Lavoisier",
+            "What observed that there was no overall increase in weight when tin?",
+        ),
+    ],
+)
+def test_rules_turn_a_sentence_into_a_wh_question(
+    sentence: str, answer: str, question: str
+) -> None:
+    from qrag_training.questions.rules import single_question
+
+    (span,) = [s for s in answer_spans(sentence, set()) if s.text == answer]
+    assert single_question(sentence, span) == question

@@ -18,6 +18,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
+from qrag_integrations.core.stopwords import ENGLISH_STOP_WORDS
 from qrag_training.questions.corpus import Corpus, name_index
 from qrag_training.questions.drafts import BRIDGE, SINGLE, TOPIC, Draft, clean_question
 from qrag_training.questions.spans import (
@@ -79,12 +80,16 @@ def clause_around(sentence: str, start: int, end: int) -> tuple[int, int]:
 
 
 def substitute(sentence: str, left: int, right: int, swaps: Sequence[tuple[Span, str]]) -> str:
-    """``sentence[left:right]`` with each span replaced by its text, as a question."""
+    """``sentence[left:right]`` with each span replaced by its text, as a question; stop words
+    left dangling at the end of a cut clause ("... when tin and") are dropped."""
     out, cursor = [], left
     for span, text in sorted(swaps, key=lambda s: s[0].start):
         out += [_ARTICLE.sub("", sentence[cursor : span.start]), text]
         cursor = span.end
-    out.append(sentence[cursor:right])
+    tail = sentence[cursor:right].rstrip(" ,;:-–—.!?").split(" ")
+    while len(tail) > 1 and tail[-1].lower() in ENGLISH_STOP_WORDS:
+        tail.pop()
+    out.append(" ".join(tail))
     return clean_question("".join(out).strip(" ,;:-–—"))
 
 
