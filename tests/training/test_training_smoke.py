@@ -54,8 +54,10 @@ def train(
 
 
 def records(out_dir: Path) -> list[dict]:
-    lines = (out_dir / "metrics.jsonl").read_text(encoding="utf-8").splitlines()
-    return [json.loads(line) for line in lines if line.strip()]
+    """The run's metric history (rows a resumed run logged again replace the killed run's)."""
+    from qrag_training.run_folder import read_metrics
+
+    return read_metrics(out_dir / "metrics.jsonl")
 
 
 def test_train_resume_and_load(tmp_path: Path, tiny_bert_dir: Path) -> None:

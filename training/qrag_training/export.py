@@ -53,7 +53,7 @@ from qrag_integrations.core.config import QRAGConfig
 from qrag_integrations.core.defaults import resolve_packaged_checkpoint
 from qrag_integrations.core.loading import load_model
 from qrag_integrations.core.model import QRAGModel
-from qrag_training.run_folder import BEST_DIR, LAST_DIR, METRICS_FILE, REPORT_MD
+from qrag_training.run_folder import BEST_DIR, LAST_DIR, METRICS_FILE, REPORT_MD, read_metrics
 
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": None}
 #: Config keys whose values are file or folder paths even when relative.
@@ -99,14 +99,10 @@ def strip_machine_paths(node: Any, key: str = "") -> Any:
 def validation_history(metrics_file: Path) -> list[dict[str, Any]]:
     """The held-out evaluations of a run: ``step`` and the ``eval/*`` values of each record
     that has them (a record torn by a killed process is skipped)."""
-    out = []
+    out: list[dict[str, Any]] = []
     if not metrics_file.is_file():
         return out
-    for line in metrics_file.read_text(encoding="utf-8").splitlines():
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            continue
+    for record in read_metrics(metrics_file):  # rows logged again after a resume: the later
         values = {
             k[len(EVAL_PREFIX) :]: v
             for k, v in record.items()

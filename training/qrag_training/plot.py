@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import io
-import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,9 +19,11 @@ from qrag_integrations.core.atomic import write_bytes_atomic
 
 
 def read_metrics(path: str | Path) -> list[dict[str, Any]]:
-    """Records of a ``metrics.jsonl`` file, in file order."""
-    lines = Path(path).read_text(encoding="utf-8").splitlines()
-    return [json.loads(line) for line in lines if line.strip()]
+    """The run's records of a ``metrics.jsonl`` file (:func:`qrag_training.run_folder.read_metrics`:
+    rows a resumed run logged again replace a killed process's)."""
+    from qrag_training.run_folder import read_metrics as run_history  # (it imports torch)
+
+    return run_history(path)
 
 
 def _series(

@@ -1,7 +1,8 @@
 """Run folders and their checkpoints: model folders plus a resumable training state, written
 atomically, no pickle.
 
-A run folder (``out_dir``) holds only what ``qrag-train`` writes: ``metrics.jsonl``, ``tb/``,
+A run folder (``out_dir``) holds only what ``qrag-train`` writes: ``metrics.jsonl`` (appended to,
+never rewritten: :func:`append_metrics`, :func:`read_metrics`), ``tb/``,
 ``last/`` and ``best/``, and the plot of the metrics (see :func:`prepare_run_dir`: a folder holding anything else is refused).
 ``out_dir/last`` and ``out_dir/best`` are ordinary Q-RAG checkpoint folders
 (:func:`qrag_integrations.load_model` reads them) with two additions:
@@ -138,6 +139,37 @@ def load_train_state(
     tensors = load_file(str(sdir / TENSORS_FILE))
     optimizer_state = torch.load(sdir / OPTIMIZER_FILE, map_location=device, weights_only=True)
     return state, tensors, optimizer_state
+
+
+def append_metrics(path: Path, record: dict[str, Any]) -> None:
+    """Append one record to a ``metrics.jsonl`` (after a newline, where a killed process left a
+    torn last line, so the torn part stays a line of its own that :func:`read_metrics` skips)."""
+    with open(path, "a+b") as fh:
+        fh.seek(0, 2)
+        torn = False
+        if fh.tell():
+            fh.seek(-1, 2)
+            torn = fh.read(1) != b"\n"
+        fh.write((("\n" if torn else "") + json.dumps(record) + "\n").encode("utf-8"))
+
+
+def read_metrics(path: str | Path) -> list[dict[str, Any]]:
+    """A run's metric records: the lines of its ``metrics.jsonl`` (torn ones skipped), where a
+    record for a step at or before an earlier one's (the first of a resumed run after a killed
+    process had logged past its last save, or of a run started over) replaces the records of
+    that step and after it. Every line stays in the file."""
+    records: list[dict[str, Any]] = []
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if not isinstance(record, dict) or not isinstance(record.get("step"), int):
+            continue
+        while records and records[-1]["step"] >= record["step"]:
+            records.pop()
+        records.append(record)
+    return records
 
 
 def prepare_run_dir(out_dir: Path, resume: bool, overwrite: bool) -> None:

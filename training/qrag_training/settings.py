@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -16,10 +17,17 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from qrag_integrations.core.config import QRAGConfig
+from qrag_integrations.core.errors import QRAGError
 from qrag_training.data.episode import Episode
-from qrag_training.data.groups import SPLIT_KEY
+from qrag_training.data.groups import (
+    GROUP_AUTO,
+    GROUP_LINE,
+    GROUP_META_PREFIX,
+    SPLIT_KEY,
+    count_documents,
+)
 from qrag_training.data.registry import load_dataset
-from qrag_training.data.splits import VAL, split_of
+from qrag_training.data.splits import ALL, HASH, MIN_GROUPS, VAL, SplitPlan, plan_splits
 from qrag_training.env import EnvSettings
 from qrag_training.feedback import Feedback
 from qrag_training.feedback_kinds import build_feedback
@@ -228,12 +236,116 @@ def feedback_needs(feedback: Feedback) -> dict[str, bool]:
     }
 
 
-def _hash_split(episodes: list[Episode], split: str | None) -> list[Episode]:
-    """The episodes of one hash split, by their group's key where the loader set one (custom
-    JSONL: held out by document, :mod:`qrag_training.data.groups`), else by their id."""
-    if split is None:
-        return episodes
-    return [e for e in episodes if split_of(str(e.meta.get(SPLIT_KEY, e.id))) == split]
+def _source(cfg: DictConfig, kwargs: dict[str, Any]) -> str:
+    """What the episodes come from, for messages: the file, else the data set's name."""
+    return str(kwargs["path"]) if kwargs.get("path") else f"env {cfg.env.name!r}"
+
+
+def _check_labels(
+    episodes: list[Episode], source: str, needs_support: bool, needs_answer: bool
+) -> None:
+    """Errors of the whole data set, before it is split: no line has what the reward needs."""
+    if needs_support and not any(e.support for e in episodes):
+        raise QRAGError(
+            f"none of the {len(episodes)} questions of {source} has supporting facts (support or "
+            "support_text); feedback=ground_truth needs them: add them (training/DATA_FORMAT.md), "
+            "or train on answers alone with feedback=llm"
+        )
+    if needs_answer and not any(e.answer is not None for e in episodes):
+        raise QRAGError(
+            f"none of the {len(episodes)} questions of {source} has an answer; an answer-based "
+            "reward or evaluation (feedback=llm, qrag-eval --reader) needs one per line"
+        )
+
+
+def _split_key(episode: Episode) -> str:
+    return str(episode.meta.get(SPLIT_KEY, episode.id))
+
+
+def _uses_val(cfg: DictConfig) -> bool:
+    return VAL in {cfg.env.get(f"{w}_hash_split") for w in ("train", "eval", "report")}
+
+
+def _too_few_groups(source: str, n: int, groups: int, group_by: str) -> str:
+    need = f"a train, a validation and a report slice need {MIN_GROUPS}"
+    files = (
+        "or give separate files (env.train.path=... env.eval.path=... env.train_hash_split=null "
+        "env.eval_hash_split=null env.report_hash_split=null)"
+    )
+    if group_by == GROUP_LINE:
+        return f"{source} has {n} question(s); {need}: add questions, {files}"
+    if group_by.startswith(GROUP_META_PREFIX):
+        return (
+            f"the {n} questions of {source} have {groups} value(s) of {group_by}; {need}: "
+            f"group by documents with env.group_by=auto, split by line with env.group_by=line, "
+            f"{files}"
+        )
+    return (
+        f"the {n} questions of {source} share their documents: {groups} group(s) of lines that "
+        f"share a document, and holding questions out by document needs {MIN_GROUPS} (train, "
+        "validation, report); split by line with env.group_by=line (held-out questions then "
+        f"share documents with training ones), {files}"
+    )
+
+
+def split_plan(cfg: DictConfig, episodes: list[Episode], kwargs: dict[str, Any]) -> SplitPlan:
+    """The split of a loaded data set (:func:`~qrag_training.data.splits.plan_splits` of the
+    episodes' group keys where the loader set them, custom JSONL; else the stable hash of ids).
+
+    Raises:
+        QRAGError: too few groups to hold out by group, naming ``env.group_by=line``.
+    """
+    if not any(SPLIT_KEY in e.meta for e in episodes):
+        return SplitPlan(HASH)
+    keys = [_split_key(e) for e in episodes]
+    try:
+        return plan_splits(keys, with_val=_uses_val(cfg))
+    except ValueError as err:
+        group_by = str(kwargs.get("group_by", GROUP_AUTO))
+        message = _too_few_groups(_source(cfg, kwargs), len(keys), len(set(keys)), group_by)
+        raise QRAGError(message) from err
+
+
+@dataclass(frozen=True)
+class CorpusSplit:
+    """How a corpus was split: the start summary's numbers (:func:`corpus_split`)."""
+
+    source: str
+    """The file (or data set name)."""
+    lines: int
+    """Questions (lines) in the file."""
+    documents: int
+    """Distinct documents they give (:func:`~qrag_training.data.groups.count_documents`)."""
+    group_by: str
+    """``env.group_by``: what keeps lines on one side."""
+    plan: SplitPlan
+    """The split."""
+    questions: dict[str, int]
+    """Questions per split (``train``, ``val``, ``eval``)."""
+    groups: dict[str, int]
+    """Groups per split."""
+
+
+def corpus_split(cfg: DictConfig) -> CorpusSplit | None:
+    """How the training file's lines fall in the train / val / eval splits (one more load of it);
+    ``None`` for data sets that are not split by group (generated, or split by their loader)."""
+    if not cfg.env.get("train_hash_split"):
+        return None
+    kwargs = to_container(cfg.env.train)
+    episodes = load_dataset(str(cfg.env.name), **kwargs)
+    if not any(SPLIT_KEY in e.meta for e in episodes):
+        return None
+    plan = split_plan(cfg, episodes, kwargs)
+    keys = [_split_key(e) for e in episodes]
+    return CorpusSplit(
+        source=_source(cfg, kwargs),
+        lines=len(episodes),
+        documents=count_documents(episodes),
+        group_by=str(kwargs.get("group_by", GROUP_AUTO)),
+        plan=plan,
+        questions=dict(Counter(plan.split(key) for key in keys)),
+        groups=dict(Counter(plan.split(key) for key in set(keys))),
+    )
 
 
 def _keep(
@@ -279,7 +391,11 @@ def load_episodes(
     if which == "train" and run.refresh_pool and "seed" in kwargs:
         kwargs["seed"] = int(kwargs["seed"]) * 1000 + pool_pass
     split = hash_split or cfg.env.get(f"{which}_hash_split")
-    episodes = _hash_split(load_dataset(str(cfg.env.name), **kwargs), split)
+    episodes = load_dataset(str(cfg.env.name), **kwargs)
+    _check_labels(episodes, _source(cfg, kwargs), needs_support, needs_answer)
+    if split is not None and split != ALL:
+        plan = split_plan(cfg, episodes, kwargs)
+        episodes = [e for e in episodes if plan.split(_split_key(e)) == split]
     if needs_support:
         episodes = _keep(
             episodes,
@@ -300,12 +416,6 @@ def load_episodes(
     if which == "eval":
         episodes = episodes[: run.eval_episodes if limit is None else limit]
     if not episodes:
-        hint = (
-            "; a small corpus may leave the validation slice empty: choose on "
-            "env.eval_hash_split=eval, or give env.eval.path"
-            if split == VAL
-            else ""
-        )
         where = f" (hash split {split!r})" if split else ""
-        raise ValueError(f"no {which} episodes for env {cfg.env.name!r}{where} with {kwargs}{hint}")
+        raise ValueError(f"no {which} episodes for env {cfg.env.name!r}{where} with {kwargs}")
     return episodes

@@ -21,7 +21,10 @@ Either way, until ``steps`` optimiser updates (or ``time_budget_minutes``)::
     every eval_interval: held-out fact EM / F1, out_dir/best (if better), out_dir/last
 
 Run folder (``out_dir``): ``last/`` (checkpoint + ``train_state/``), ``best/``, ``tb/``
-(TensorBoard), ``metrics.jsonl``. ``resume=true`` continues from ``out_dir/last``.
+(TensorBoard), ``metrics.jsonl`` (appended to, never rewritten). ``resume=true`` continues from
+``out_dir/last``, its step, time budget and metrics. SIGINT / SIGTERM stop the loop at the end of
+the update under way (an evaluation under way is dropped), save ``out_dir/last`` and raise
+:class:`~qrag_training.interrupts.Interrupted` (:mod:`qrag_training.interrupts`).
 
 Under ``torchrun --nproc_per_node N`` (``WORLD_SIZE > 1``) the same loop runs data-parallel
 (:mod:`qrag_training.distributed`): per-rank batches, averaged gradients, rank 0 alone evaluates
@@ -31,9 +34,9 @@ and writes. A checkpoint holds rank 0's RNGs; resuming with another number of ra
 
 from __future__ import annotations
 
-import json
 import logging
 import math
+import signal
 import sys
 import time
 from pathlib import Path
@@ -44,8 +47,9 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
-from qrag_integrations.core.atomic import write_text_atomic
 from qrag_training.baselines import distinct_text_embedder, greedy_retrieve
+from qrag_training.console import RunPlan, expected_updates, start_summary
+from qrag_training.data.episode import Episode
 from qrag_training.distributed import (
     context_from_env,
     init_distributed,
@@ -55,13 +59,16 @@ from qrag_training.distributed import (
     reduce_record,
 )
 from qrag_training.env import EpisodeStream, RetrievalEnv, VectorEnv
+from qrag_training.interrupts import Interrupted, StopRequests, signal_name
 from qrag_training.metrics import summarize
 from qrag_training.next_hop import NextHopLearner
 from qrag_training.pqn import PQNAgent
 from qrag_training.report import write_run_report
 from qrag_training.run_folder import (
+    LAST_DIR,
     METRICS_FILE,
     TB_DIR,
+    append_metrics,
     has_train_state,
     load_train_state,
     prepare_run_dir,
@@ -72,6 +79,7 @@ from qrag_training.run_folder import (
 from qrag_training.run_model import build_run_model, seed_everything
 from qrag_training.settings import (
     algo_kind,
+    corpus_split,
     env_settings_from,
     feedback_from,
     feedback_needs,
@@ -87,11 +95,16 @@ logger = logging.getLogger("qrag_training.train")
 
 
 class Trainer:
-    """Builds everything from a composed config and runs the training loop."""
+    """Builds everything from a composed config and runs the training loop.
 
-    def __init__(self, cfg: DictConfig) -> None:
+    ``stops``: the stop requests the loop polls (:mod:`qrag_training.interrupts`; ``qrag-train``
+    passes the ones it installed before the set-up); by default its own, installed by
+    :meth:`train`."""
+
+    def __init__(self, cfg: DictConfig, stops: StopRequests | None = None) -> None:
         self.cfg = cfg
         self.run = run = run_config_from(cfg)
+        self.stops = stops or StopRequests()
         self.dist = ctx = context_from_env()
         device = rank_device(run.device, ctx)
         quiet_other_ranks(ctx)
@@ -103,15 +116,37 @@ class Trainer:
         ctx.barrier()
         if run.torch_threads:
             torch.set_num_threads(run.torch_threads)
+        last = self.out_dir / LAST_DIR
+        self.resuming = run.resume and has_train_state(last)
+        if run.resume and not self.resuming and ctx.is_main:
+            kept = (self.out_dir / METRICS_FILE).is_file()
+            logger.warning(
+                "resume=true but %s has no training state: starting at update 0%s",
+                last,
+                f" ({METRICS_FILE} keeps the earlier lines)" if kept else "",
+            )
+        # the data before the model: a corpus that cannot train is refused before the wait for
+        # the model (the loaders draw on no global RNG; the seeding below comes after them)
+        self.feedback = feedback_from(cfg)
+        needs = feedback_needs(self.feedback)
+        self._first_pool: list[Episode] | None = None
+        if not (run.refresh_pool and self.resuming):  # a pool generated anew every pass: later
+            self._first_pool = load_episodes(cfg, run, "train", **needs)
+        train_questions = len(self._first_pool) if self._first_pool is not None else None
+        self.eval_episodes = load_episodes(cfg, run, "eval", **needs) if ctx.is_main else []
+        if (
+            ctx.is_main
+            and run.checkpoint_metric.startswith("fact_")
+            and not any(e.support for e in self.eval_episodes)
+        ):
+            raise ValueError(
+                f"checkpoint_metric={run.checkpoint_metric} needs supporting facts in the held-out "
+                "episodes and they have none: use checkpoint_metric=reward (the answer reward)"
+            )
         self.device = torch.device(device)
         seed_everything(run.seed)  # the same on every rank: the model is built identically
         self.config_yaml = OmegaConf.to_yaml(cfg, resolve=True)
 
-        last = self.out_dir / "last"
-        self.resuming = run.resume and has_train_state(last)
-        if run.resume and not self.resuming and ctx.is_main:
-            logger.warning("resume=true but %s has no training state: starting a new run", last)
-            self._trim_metrics(-1)  # rows of a run killed before its first save
         start_from = str(last) if self.resuming else run.init_from
         if start_from:
             logger.info("%s from %s", "resuming" if self.resuming else "starting", start_from)
@@ -121,10 +156,14 @@ class Trainer:
         self.model = model.eval()
         seed = rank_seed(run.seed, ctx.rank)
 
-        self.feedback = feedback_from(cfg)
-        needs = feedback_needs(self.feedback)
+        def load_pool(pool_pass: int) -> list[Episode]:
+            if pool_pass == 0 and self._first_pool is not None:
+                pool, self._first_pool = self._first_pool, None
+                return pool
+            return load_episodes(cfg, run, "train", pool_pass=pool_pass, **needs)
+
         self.stream = EpisodeStream(
-            lambda p: load_episodes(cfg, run, "train", pool_pass=p, **needs),
+            load_pool,
             seed=run.seed,
             refresh=run.refresh_pool,
             rank=ctx.rank,
@@ -146,18 +185,10 @@ class Trainer:
                 for _ in range(run.envs_parallel)
             ]
             self.venv = VectorEnv(envs, self.stream, self.agent, self.device)
-        self.eval_episodes = load_episodes(cfg, run, "eval", **needs) if ctx.is_main else []
-        if (
-            ctx.is_main
-            and run.checkpoint_metric.startswith("fact_")
-            and not any(e.support for e in self.eval_episodes)
-        ):
-            raise ValueError(
-                f"checkpoint_metric={run.checkpoint_metric} needs supporting facts in the held-out "
-                "episodes and they have none: use checkpoint_metric=reward (the answer reward)"
-            )
         self.best_metric = -math.inf
         self.last_eval: dict[str, float] = {}
+        self.train_seconds = 0.0
+        """Seconds of training so far (in every process of a resumed run): the time budget's."""
 
         if self.resuming:
             state, tensors, optimizer_state = load_train_state(last, self.device)
@@ -171,9 +202,9 @@ class Trainer:
                 float(state["best_metric"]) if state["best_metric"] is not None else -math.inf
             )
             self.last_eval = state.get("last_eval", {})
+            self.train_seconds = float(state.get("train_seconds", 0.0))
             if ctx.is_main:
                 set_rng_state(state["rng"], tensors)
-                self._trim_metrics(self.agent.updates)
             else:  # the checkpoint holds rank 0's RNGs only
                 seed = rank_seed(run.seed, ctx.rank, self.agent.updates)
                 seed_everything(seed)
@@ -182,6 +213,21 @@ class Trainer:
             seed_everything(seed)  # dropout differs between ranks, like their data
         self.writer: Any = None
         if ctx.is_main:
+            plan = RunPlan(
+                run=run,
+                learner=algo_kind(cfg),
+                device=str(self.device),
+                threads=torch.get_num_threads(),
+                data=str(cfg.env.name),
+                train_questions=train_questions,
+                eval_questions=len(self.eval_episodes),
+                eval_split=cfg.env.get("eval_hash_split"),
+                report_split=cfg.env.get("report_hash_split"),
+                split=corpus_split(cfg),
+                resumed_at=self.agent.updates if self.resuming else None,
+            )
+            for line in start_summary(plan):
+                logger.info("%s", line)
             from torch.utils.tensorboard import SummaryWriter
 
             self.writer = SummaryWriter(
@@ -190,25 +236,8 @@ class Trainer:
             )
 
     # -- helpers --------------------------------------------------------------------------------
-    def _trim_metrics(self, step: int) -> None:
-        """Drop metric records written after the checkpoint a resumed run starts from (and a
-        line torn by a killed process)."""
-        path = self.out_dir / METRICS_FILE
-        if not path.exists():
-            return
-        kept = []
-        for line in path.read_text(encoding="utf-8").splitlines():
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(record, dict) and record.get("step", 0) <= step:
-                kept.append(line)
-        write_text_atomic(path, "".join(line + "\n" for line in kept))
-
     def _log(self, record: dict[str, Any]) -> None:
-        with open(self.out_dir / METRICS_FILE, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(record) + "\n")
+        append_metrics(self.out_dir / METRICS_FILE, record)
         step = int(record["step"])
         for key, value in record.items():
             if key != "step" and isinstance(value, (int, float)) and math.isfinite(value):
@@ -245,6 +274,7 @@ class Trainer:
                     "stream": self.stream.state_dict(),
                     "best_metric": self.best_metric if math.isfinite(self.best_metric) else None,
                     "last_eval": self.last_eval,
+                    "train_seconds": round(self.train_seconds, 3),
                     "rng": rng_json,
                     "world_size": self.dist.world_size,
                 },
@@ -254,8 +284,17 @@ class Trainer:
         save_run_checkpoint(self.out_dir / name, self.model, self.config_yaml, notes, **kwargs)
 
     def _eval_and_save(self, record: dict[str, Any]) -> None:
+        """Evaluate, add the results to ``record`` and save ``best`` if they are the best; a
+        stop signal during the evaluation drops it (``record`` stays without results)."""
         started = time.perf_counter()
-        self.last_eval = self.evaluate()
+        try:
+            with self.stops.abortable():
+                evaluation = self.evaluate()
+        except Interrupted as err:
+            if err.again:
+                raise
+            return
+        self.last_eval = evaluation
         record.update({f"eval/{k}": v for k, v in self.last_eval.items()})
         record["eval/seconds"] = round(time.perf_counter() - started, 2)
         metric = float(self.last_eval[self.run.checkpoint_metric])
@@ -306,10 +345,60 @@ class Trainer:
         parts += [fmt("eval_em", em), fmt("eval_f1", f1)]
         return ", ".join(parts)
 
+    # -- stopping -------------------------------------------------------------------------------
+    def _stop_requested(self) -> bool:
+        """Whether a stop signal arrived (on any rank: every rank stops at the same update)."""
+        stop = self.stops.requested
+        return self.dist.any(stop) if self.dist.enabled else stop
+
+    def _save_last(self) -> None:
+        """Rank 0 writes ``out_dir/last`` with the training state while the others wait."""
+        self.dist.barrier()  # the others wait here while rank 0 evaluates and writes
+        if self.dist.is_main:
+            self.save(LAST_DIR, with_state=True)
+        self.dist.barrier()
+
+    def _interrupted(self, saved: bool = True) -> Interrupted:
+        """The one line a stopped run ends with."""
+        signum = self.stops.signum or signal.SIGTERM  # a rank told by another rank
+        u, total = self.agent.updates, self.run.steps
+        where = f"at update {u} of {total}: saved {self.out_dir / LAST_DIR}"
+        if not saved:
+            where = (
+                f"during the end-of-run report: {self.out_dir / LAST_DIR} and "
+                f"{self.out_dir / 'best'} are saved (update {u} of {total}); resume=true writes the "
+                "report"
+            )
+            return Interrupted(signum, f"interrupted ({signal_name(signum)}) {where}")
+        return Interrupted(
+            signum,
+            f"interrupted ({signal_name(signum)}) {where}; continue with the same command and "
+            "resume=true",
+        )
+
     # -- loop -----------------------------------------------------------------------------------
     def train(self) -> dict[str, Any]:
-        """Run until ``steps`` optimiser updates; returns the last record."""
-        run, agent = self.run, self.agent
+        """Run until ``steps`` optimiser updates (or ``time_budget_minutes``); returns the last
+        record.
+
+        Raises:
+            Interrupted: SIGINT / SIGTERM stopped the run; ``out_dir/last`` holds the update it
+                stopped at (:mod:`qrag_training.interrupts`).
+        """
+        with self.stops, self.stops.deferred():
+            record = self._loop()
+            if self.run.final_report and self.dist.is_main:
+                try:
+                    with self.stops.abortable():
+                        self._final_report()
+                except Interrupted as err:
+                    if err.again:
+                        raise
+                    raise self._interrupted(saved=False) from None
+        return record
+
+    def _loop(self) -> dict[str, Any]:
+        run, agent, ctx = self.run, self.agent, self.dist
         total = run.steps
         if self.venv is not None:
             self.venv.reset()
@@ -325,12 +414,16 @@ class Trainer:
         returns: list[float] = []
         solved: list[bool] = []
         record: dict[str, Any] = {"step": agent.updates}
-        ctx = self.dist
         if agent.updates == 0 and run.eval_at_start and total > 0:
             if ctx.is_main:
                 self._eval_and_save(record)
-                self._log(record)
+                if len(record) > 1:  # not dropped by a stop signal
+                    self._log(record)
             ctx.barrier()
+        if self._stop_requested():  # during that evaluation, or the set-up
+            self._save_last()
+            raise self._interrupted()
+        start_updates, start_seconds = agent.updates, self.train_seconds
         bar = tqdm(
             total=total,
             initial=agent.updates,
@@ -339,74 +432,85 @@ class Trainer:
             disable=not ctx.is_main,
             mininterval=1.0 if sys.stderr.isatty() else 30.0,
             dynamic_ncols=True,
+            smoothing=0.0,  # the mean pace, as expected_updates reads it
         )
-        started = time.perf_counter()
+        started = time.perf_counter() - start_seconds  # a resumed run continues its budget
         budget_s = run.time_budget_minutes * 60 if run.time_budget_minutes else math.inf
-        while agent.updates < total:
-            if isinstance(agent, NextHopLearner):
-                stats = agent.step(self.stream)
-            else:
-                assert self.venv is not None
-                rollout = agent.collect(self.venv, run.rollout_len)
-                stats = agent.learn(rollout)
-                returns.extend(rollout.episode_returns)
-                solved.extend(rollout.episode_solved)
-            for key, values in window.items():
-                if key in stats:
-                    values.append(stats[key])
-            if "grad_norm" not in stats:
-                continue  # still accumulating gradients
-            bar.update(1)
-            u = agent.updates
-            out_of_time = time.perf_counter() - started >= budget_s
-            if ctx.enabled and math.isfinite(budget_s):
-                out_of_time = ctx.any(out_of_time)  # every rank stops at the same update
-            due_eval = u % run.eval_interval == 0 or u == total or out_of_time
-            due_save = u % run.save_interval == 0 or u == total or out_of_time
-            if u % run.log_interval and not due_eval and not due_save:
-                continue
-            record = {
-                "step": u,
-                "env_steps": agent.env_steps,
-                "reward": float(np.mean(returns)) if returns else None,
-                "success": float(np.mean(solved)) if solved else None,
-                "episodes": len(returns),
-                "lr": agent.lr,
-                "alpha": agent.alpha,
-                "seconds": round(time.perf_counter() - started, 1),
-            }
-            record.update({k: float(np.mean(v)) for k, v in window.items() if v})
-            feedback_stats = getattr(self.feedback, "stats", None)
-            if callable(feedback_stats):  # e.g. the LLM reward's reader calls and cache hits
-                record.update({f"feedback/{k}": v for k, v in feedback_stats().items()})
-            if ctx.enabled:
-                record.update(reduce_record(self.dist, returns, solved, window))
-            if due_eval and ctx.is_main:
-                self._eval_and_save(record)
-            # Logged before `last` is saved: a run killed in between resumes from the previous
-            # `last`, drops this row and logs it again; the other order would lose it.
-            if ctx.is_main:
-                self._log(record)
-            if due_save or due_eval:
-                ctx.barrier()  # the others wait here while rank 0 evaluates and writes
-                if due_save and ctx.is_main:
-                    self.save("last", with_state=True)
-                ctx.barrier()
-            bar.set_postfix_str(self._summary(record), refresh=False)
-            logger.info("step %d %s", u, self._summary(record))
-            returns, solved = [], []
-            window = {k: [] for k in window}
-            if out_of_time:
-                logger.info(
-                    "time budget of %s minutes used at update %d of %d: stopping",
-                    run.time_budget_minutes,
-                    u,
-                    total,
+        try:
+            while agent.updates < total:
+                if isinstance(agent, NextHopLearner):
+                    stats = agent.step(self.stream)
+                else:
+                    assert self.venv is not None
+                    rollout = agent.collect(self.venv, run.rollout_len)
+                    stats = agent.learn(rollout)
+                    returns.extend(rollout.episode_returns)
+                    solved.extend(rollout.episode_solved)
+                for key, values in window.items():
+                    if key in stats:
+                        values.append(stats[key])
+                if "grad_norm" not in stats:
+                    continue  # still accumulating gradients
+                u = agent.updates
+                self.train_seconds = time.perf_counter() - started
+                bar.total = expected_updates(
+                    u, start_updates, total, self.train_seconds, start_seconds, budget_s
                 )
-                break
-        bar.close()
-        if self.writer is not None:
-            self.writer.close()
-        if run.final_report and ctx.is_main:
-            self._final_report()
+                bar.update(1)
+                out_of_time = self.train_seconds >= budget_s
+                if ctx.enabled and math.isfinite(budget_s):
+                    out_of_time = ctx.any(out_of_time)  # every rank stops at the same update
+                stop = self._stop_requested()
+                due_eval = (u % run.eval_interval == 0 or u == total or out_of_time) and not stop
+                due_save = u % run.save_interval == 0 or u == total or out_of_time or stop
+                if u % run.log_interval and not due_eval and not due_save:
+                    continue
+                record = {
+                    "step": u,
+                    "env_steps": agent.env_steps,
+                    "reward": float(np.mean(returns)) if returns else None,
+                    "success": float(np.mean(solved)) if solved else None,
+                    "episodes": len(returns),
+                    "lr": agent.lr,
+                    "alpha": agent.alpha,
+                    "seconds": round(self.train_seconds, 1),
+                }
+                record.update({k: float(np.mean(v)) for k, v in window.items() if v})
+                feedback_stats = getattr(self.feedback, "stats", None)
+                if callable(feedback_stats):  # e.g. the LLM reward's reader calls and cache hits
+                    record.update({f"feedback/{k}": v for k, v in feedback_stats().items()})
+                if ctx.enabled:
+                    record.update(reduce_record(self.dist, returns, solved, window))
+                if due_eval and ctx.is_main:
+                    self._eval_and_save(record)
+                if due_eval:  # a signal during the evaluation (which it dropped) stops here
+                    stop = self._stop_requested()
+                    due_save = due_save or stop
+                # Logged before `last` is saved: a run killed in between resumes from the previous
+                # `last` and logs this row again (read_metrics keeps the later one); the other
+                # order would lose it.
+                if ctx.is_main:
+                    self._log(record)
+                if due_save:
+                    self._save_last()
+                elif due_eval:
+                    ctx.barrier()  # the others wait here while rank 0 evaluates
+                bar.set_postfix_str(self._summary(record), refresh=False)
+                logger.info("step %d %s", u, self._summary(record))
+                if stop:
+                    raise self._interrupted()
+                returns, solved = [], []
+                window = {k: [] for k in window}
+                if out_of_time:
+                    logger.info(
+                        "time budget of %s minutes used at update %d of %d: stopping",
+                        run.time_budget_minutes,
+                        u,
+                        total,
+                    )
+                    break
+        finally:
+            bar.close()
+            if self.writer is not None:
+                self.writer.close()
         return record

@@ -32,7 +32,7 @@ Held-out by document: the train / eval hash split keeps lines that share a docum
 side (``group_by``, :mod:`qrag_training.data.groups`).
 
 Blank lines are skipped. Malformed lines raise :class:`CustomFormatError` naming the file,
-the line number and the problem.
+the line number and the problem; so does a file without a question.
 """
 
 from __future__ import annotations
@@ -277,7 +277,7 @@ def load_custom_jsonl(
 
     Raises:
         CustomFormatError: (a ValueError) for a malformed line or a repeated id, naming
-            the file, the line number and the problem.
+            the file, the line number and the problem; or a file without questions.
     """
     path = Path(path)
     _resolve_splitter(splitter)
@@ -294,5 +294,10 @@ def load_custom_jsonl(
                 raise line.fail(f"id {episode.id!r} already used on line {first_line[episode.id]}")
             first_line[episode.id] = line_no
             episodes.append(episode)
+    if not episodes:
+        raise CustomFormatError(
+            f"{path}: no questions: the file is empty or holds only blank lines; write one JSON "
+            "object per line (question, chunks or documents, support): training/DATA_FORMAT.md"
+        )
     assign_split_keys(episodes, group_by)
     return episodes

@@ -70,6 +70,17 @@ def assign_split_keys(episodes: Sequence[Episode], group_by: str = GROUP_AUTO) -
             e.meta[SPLIT_KEY] = key
 
 
+def document_keys(episode: Episode) -> list[str]:
+    """The keys of a line's documents: its documents' ``id`` or text, or one key for its
+    ``chunks``."""
+    return episode.meta.get(DOCUMENT_KEYS) or [text_key("chunks", *episode.chunks)]
+
+
+def count_documents(episodes: Sequence[Episode]) -> int:
+    """How many distinct documents the lines give (:func:`document_keys`)."""
+    return len({key for e in episodes for key in document_keys(e)})
+
+
 def _component_keys(episodes: Sequence[Episode]) -> list[str]:
     """The smallest document key of each episode's connected component (union-find)."""
     parent: dict[str, str] = {}
@@ -85,7 +96,7 @@ def _component_keys(episodes: Sequence[Episode]) -> list[str]:
         if ra != rb:  # the smaller key becomes the root, so a root is its component's minimum
             parent[max(ra, rb)] = min(ra, rb)
 
-    docs = [e.meta.get(DOCUMENT_KEYS) or [text_key("chunks", *e.chunks)] for e in episodes]
+    docs = [document_keys(e) for e in episodes]
     for keys in docs:
         for k in keys:
             parent.setdefault(k, k)
