@@ -15,7 +15,9 @@ in file order, and hit@k of each order (the question's paragraph among the picks
 ``--paths``: the same paragraphs (grouped by article) searched in memory, with ``scan="int8"``,
 and over Qdrant (local mode), LangChain's ``InMemoryVectorStore`` and LlamaIndex's
 ``SimpleVectorStore``, each filled through the retriever; the share of questions whose picks
-equal the in-memory search's.
+equal the in-memory search's. ``--framework-filled`` adds a LangChain ``InMemoryVectorStore``
+filled the LangChain way (``InMemoryVectorStore.from_documents(docs, QRAGEmbeddings(model))``)
+and searched in place; ``--rules-off`` runs every path with ``lexical_depth=0, supersede=False``.
 
     python -m benchmarks.consistency.run --questions 300 --orders 3 --out benchmarks/consistency/results/order_val.json
 """
@@ -73,37 +75,54 @@ def picks(docs: list[Document], way: str, questions: list[str], k: int) -> list[
     return [[h.chunk.id for h in hits] for hits in retriever.search(questions, k=k)]
 
 
-def path_retrievers(k: int) -> dict[str, QRAGRetriever]:
-    """An empty retriever of the default model per search path."""
+def path_retrievers(
+    k: int, filled: list[Document] | None = None, **fields: Any
+) -> dict[str, QRAGRetriever]:
+    """An empty retriever of the default model per search path (``fields`` on each); with
+    ``filled``, also one over a LangChain store holding them, filled the LangChain way."""
     from langchain_core.vectorstores import InMemoryVectorStore
     from llama_index.core.vector_stores import SimpleVectorStore
     from qdrant_client import QdrantClient
 
     from qrag_integrations.frameworks.embeddings import QRAGEmbeddings
 
-    memory = QRAGRetriever(checkpoint=default_checkpoint(), k=k)
+    memory = QRAGRetriever(checkpoint=default_checkpoint(), k=k, **fields)
     model = memory.model
     stores = {
         "qdrant": {"store": QdrantClient(":memory:"), "collection_name": "paragraphs"},
         "langchain": {"store": InMemoryVectorStore(embedding=QRAGEmbeddings(model))},
         "llama_index": {"store": SimpleVectorStore()},
     }
-    return {
+    out = {
         "memory": memory,
-        "int8": QRAGRetriever(model=model, checkpoint=default_checkpoint(), k=k, scan="int8"),
+        "int8": QRAGRetriever(
+            model=model, checkpoint=default_checkpoint(), k=k, scan="int8", **fields
+        ),
         **{
-            name: QRAGRetriever.from_store(model=model, k=k, **store)
+            name: QRAGRetriever.from_store(model=model, k=k, **store, **fields)
             for name, store in stores.items()
         },
     }
+    if filled is not None:
+        store = InMemoryVectorStore.from_documents(filled, QRAGEmbeddings(model))
+        out["langchain_filled"] = QRAGRetriever.from_store(store, model=model, k=k, **fields)
+    return out
 
 
-def compare_paths(docs: list[Document], questions: list[str], k: int) -> dict[str, Any]:
+def compare_paths(
+    docs: list[Document],
+    questions: list[str],
+    k: int,
+    framework_filled: bool = False,
+    **fields: Any,
+) -> dict[str, Any]:
     """Each path's share of questions with the in-memory search's picks, and its hit list."""
     picks = {}
-    for name, retriever in path_retrievers(k).items():
+    retrievers = path_retrievers(k, docs if framework_filled else None, **fields)
+    for name, retriever in retrievers.items():
         start = time.perf_counter()
-        retriever.add_documents(docs)
+        if name != "langchain_filled":  # filled already, the LangChain way
+            retriever.add_documents(docs)
         picks[name] = [[h.chunk.id for h in hits] for hits in retriever.search(questions, k=k)]
         print(f"path {name}: {time.perf_counter() - start:.0f} s", flush=True)
     base = picks["memory"]
@@ -121,6 +140,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--seed", type=int, default=555564, help="question sample and orders")
     p.add_argument("--ways", default="own,articles", help="orders of arrival ('' for none)")
     p.add_argument("--paths", action="store_true", help="also compare search paths")
+    p.add_argument("--framework-filled", action="store_true", help="--paths: + LangChain-filled")
+    p.add_argument("--rules-off", action="store_true", help="--paths: no BM25, no supersede")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
@@ -148,7 +169,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             flush=True,
         )
     if args.paths:
-        paths = compare_paths(docs, questions, args.k)
+        rules = {"lexical_depth": 0, "supersede": False} if args.rules_off else {}
+        paths = compare_paths(docs, questions, args.k, args.framework_filled, **rules)
+        out["path_fields"] = rules
         out["paths"] = {name: v for name, v in paths.items() if name != "picks"}
         hits = {
             name: sum(s in r for s, r in zip(support, run)) / len(run)

@@ -1,7 +1,8 @@
 """The ``from_*`` constructors of :class:`~qrag_integrations.frameworks.retriever.QRAGRetriever`:
 from texts, LangChain / LlamaIndex documents and nodes, a LlamaIndex index, a LangChain vector
-store (copied), a vector store searched in place (``from_store`` / ``from_qdrant``), or a
-folder written by ``save`` (``load``)."""
+store (copied), a vector store searched in place (``from_store`` / ``from_qdrant``) or adopted
+(``adopt``: embedded anew into a store searched in place), or a folder written by ``save``
+(``load``)."""
 
 from __future__ import annotations
 
@@ -167,19 +168,92 @@ class RetrieverConstructors:
     ) -> Self:
         """Search a vector store in place, nothing copied.
 
+        A store a framework filled its own way (``InMemoryVectorStore.from_documents(docs,
+        QRAGEmbeddings(model))``, ``VectorStoreIndex(nodes, embed_model=QRAGLlamaEmbedding(model))``)
+        is searched as it is: chunk ids, documents and their order are derived as the in-memory
+        index derives them (docs/stores.md). A store of another model's vectors is refused with
+        an ``IndexMismatchError`` naming :meth:`adopt`.
+
         Args:
             store: a ``QdrantClient`` (with ``collection_name=``), a langchain-qdrant or llama-index
-                ``QdrantVectorStore``, a LangChain ``InMemoryVectorStore`` built with
-                :class:`~qrag_integrations.frameworks.embeddings.QRAGEmbeddings`, or a LlamaIndex
-                ``SimpleVectorStore``.
+                ``QdrantVectorStore`` over a collection a Q-RAG ingest wrote, a LangChain
+                ``InMemoryVectorStore`` built with
+                :class:`~qrag_integrations.frameworks.embeddings.QRAGEmbeddings`, a LlamaIndex
+                ``VectorStoreIndex`` built with
+                :class:`~qrag_integrations.frameworks.embeddings.QRAGLlamaEmbedding` (texts from
+                its docstore) or a ``SimpleVectorStore`` a Q-RAG ingest wrote.
             checkpoint: checkpoint folder or packaged name (the store's vectors must be its chunk
                 encoder's).
             k: default number of steps.
-            **kwargs: fields (``candidates_per_step``, ``check_exact``, ...), ``collection_name``,
-                ``rank_by``, ``model``.
+            **kwargs: fields (``candidates_per_step``, ``check_exact``, ``document_key``, ...),
+                ``collection_name``, ``rank_by``, ``model``.
         """
         cls._refuse_unknown(kwargs, "from_store")
         return cls(store=store, checkpoint=checkpoint, k=k, **kwargs)
+
+    @classmethod
+    def adopt(
+        cls,
+        store: Any,
+        checkpoint: str | None = None,
+        k: int = 4,
+        collection_name: str | None = None,
+        into: Any = None,
+        into_collection: str | None = None,
+        batch_size: int = 64,
+        show_progress: bool = True,
+        **kwargs: Any,
+    ) -> Self:
+        """Make a store of another model's vectors searchable: read its texts and metadata, embed
+        them with the chunk encoder into a new collection or store, and search that in place.
+
+        Running the same call again resumes: chunks already written are skipped. The store
+        adopted is only read.
+
+        Args:
+            store: a ``QdrantClient`` (with ``collection_name=``), a langchain-qdrant or llama-index
+                ``QdrantVectorStore``, a LangChain ``InMemoryVectorStore``, a LlamaIndex
+                ``VectorStoreIndex``.
+            checkpoint: checkpoint folder or packaged name; default: the packaged model.
+            k: default number of steps.
+            collection_name: the Qdrant collection adopted when ``store`` is a client.
+            into: the target: a ``QdrantClient`` (with ``into_collection``), an
+                ``InMemoryVectorStore`` built with ``QRAGEmbeddings`` or a ``SimpleVectorStore``.
+                Default: for Qdrant, the same client, collection ``<collection_name>-qrag``; a new
+                in-memory store of the same framework otherwise.
+            into_collection: the target Qdrant collection (created if missing).
+            batch_size: texts per chunk-encoder batch.
+            show_progress: a tqdm progress bar over the chunks.
+            **kwargs: fields (``candidates_per_step``, ``document_key``, ``device``, ...),
+                ``model``, ``rank_by``.
+        """
+        from qrag_integrations.core.defaults import default_checkpoint
+        from qrag_integrations.core.loading import load_model
+        from qrag_integrations.stores.adopt import adopt as adopt_store
+
+        cls._refuse_unknown(kwargs, "adopt")
+        model = kwargs.pop("model", None)
+        if model is None:
+            device = kwargs.get("device", cls.model_fields["device"].default)
+            model = load_model(checkpoint or default_checkpoint(), device=device).eval()
+        adopted = adopt_store(
+            store,
+            model,
+            collection_name=collection_name,
+            into=into,
+            into_collection=into_collection,
+            document_key=kwargs.get("document_key", cls.model_fields["document_key"].default),
+            batch_size=batch_size,
+            show_progress=show_progress,
+        )
+        return cls(
+            store=adopted.store,
+            collection_name=adopted.collection_name,
+            model=model,
+            checkpoint=checkpoint,
+            k=k,
+            **kwargs,
+        )
 
     @classmethod
     def from_qdrant(

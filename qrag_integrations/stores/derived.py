@@ -21,7 +21,7 @@ import numpy as np
 
 from qrag_integrations.core.chunks import Chunk, document_sort_key
 from qrag_integrations.frameworks.conversion import chunk_identities, document_of
-from qrag_integrations.stores.rows import RESERVED_KEYS, row_chunk
+from qrag_integrations.stores.rows import KEY_FINGERPRINT, RESERVED_KEYS, row_chunk
 
 
 @dataclass(frozen=True)
@@ -70,9 +70,19 @@ class StoreView:
 
 
 def derive(
-    records: Sequence[Record], fingerprint: str, where: str, document_key: str | None = "source"
+    records: Sequence[Record],
+    fingerprint: str | None,
+    where: str,
+    document_key: str | None = "source",
 ) -> StoreView:
     """Every record's chunk and key (see the module docstring).
+
+    Args:
+        records: the store's points, in the order they came.
+        fingerprint: the chunk encoder that must have written the records a Q-RAG ingest wrote
+            (``None``: any, as when a store is adopted).
+        where: the store, for errors.
+        document_key: the metadata key naming a chunk's document.
 
     Raises:
         IndexMismatchError: a record written by a Q-RAG ingest of another chunk encoder.
@@ -87,7 +97,8 @@ def derive(
     chunks = []
     for record, own in zip(records, ours):
         if own:
-            chunk = row_chunk(record.text, record.metadata, fingerprint, where)[0]
+            wanted = str(record.metadata[KEY_FINGERPRINT]) if fingerprint is None else fingerprint
+            chunk = row_chunk(record.text, record.metadata, wanted, where)[0]
         else:
             chunk_id, doc_id, user = next(derived)
             chunk = Chunk(chunk_id, record.text, user, doc_id, next_order.get(doc_id, 0))

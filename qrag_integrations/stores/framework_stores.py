@@ -43,7 +43,7 @@ from qrag_integrations.stores.search import StoreCandidates
 #: Metadata key holding the text in a LlamaIndex ``SimpleVectorStore`` (which stores none).
 KEY_TEXT = "qrag_text"
 #: Keys LlamaIndex adds to every node's stored metadata.
-_LLAMA_KEYS = ("_node_type", "document_id", "doc_id", "ref_doc_id", KEY_TEXT)
+LLAMA_KEYS = ("_node_type", "document_id", "doc_id", "ref_doc_id", KEY_TEXT)
 
 
 def view_layout(view: StoreView, rows: Sequence[int]) -> SortedKeys:
@@ -115,6 +115,11 @@ class _Viewed:
         return len(self.view().doc_rank)
 
 
+def memory_store_records(store: InMemoryVectorStore) -> list[Record]:
+    """The documents of an ``InMemoryVectorStore`` as records, in the order they were added."""
+    return [Record(i, r["text"], r["metadata"]) for i, r in store.store.items()]
+
+
 class LangChainMemorySource(_Viewed):
     """A LangChain ``InMemoryVectorStore`` built with :class:`QRAGEmbeddings` of this checkpoint,
     filled by a Q-RAG ingest or the LangChain way.
@@ -152,7 +157,7 @@ class LangChainMemorySource(_Viewed):
         return tuple(map(id, self.store.store.values()))
 
     def _records(self) -> list[Record]:
-        return [Record(i, r["text"], r["metadata"]) for i, r in self.store.store.items()]
+        return memory_store_records(self.store)
 
     def _filter(self, filter: Any) -> Callable[[LCDocument], bool] | None:
         filter = as_filter(filter)
@@ -225,6 +230,30 @@ def same_vector(stored: Sequence[float], made: Sequence[float]) -> bool:
     )
 
 
+def simple_store_records(store: SimpleVectorStore, docstore: Any = None) -> list[Record]:
+    """The nodes of a ``SimpleVectorStore`` as records, in the order they were added: text in
+    ``qrag_text`` where a Q-RAG ingest wrote the node, else from ``docstore``.
+
+    Raises:
+        IndexMismatchError: a node whose text neither holds.
+    """
+    out = []
+    for node_id in store.data.embedding_dict:
+        meta = dict(store.data.metadata_dict.get(node_id) or {})
+        if written_by_qrag(meta):
+            user = {k: v for k, v in meta.items() if k not in LLAMA_KEYS}
+            out.append(Record(node_id, str(meta.get(KEY_TEXT, "")), user))
+            continue
+        node = None if docstore is None else docstore.get_node(node_id, raise_error=False)
+        if node is None:
+            raise IndexMismatchError(
+                f"the LlamaIndex SimpleVectorStore holds node {node_id!r} but not its text (LlamaIndex "
+                "keeps texts in the index's docstore): pass the VectorStoreIndex itself"
+            )
+        out.append(Record(node_id, node.get_content(), node.metadata, node.ref_doc_id))
+    return out
+
+
 class LlamaIndexSimpleSource(_Viewed):
     """A LlamaIndex ``SimpleVectorStore`` (its ``query``, ``get``, ``add``, ``delete_nodes``),
     filled by a Q-RAG ingest or by a ``VectorStoreIndex`` (whose docstore holds the texts).
@@ -271,26 +300,8 @@ class LlamaIndexSimpleSource(_Viewed):
     def _stored_metadata(self, node_id: str) -> dict[str, Any]:
         return dict(self.store.data.metadata_dict.get(node_id) or {})
 
-    def _node(self, node_id: str) -> Any:
-        node = None if self.docstore is None else self.docstore.get_node(node_id, raise_error=False)
-        if node is None:
-            raise IndexMismatchError(
-                f"{self._where} holds node {node_id!r} but not its text (LlamaIndex keeps texts in "
-                "the index's docstore): pass the VectorStoreIndex itself to from_store"
-            )
-        return node
-
     def _records(self) -> list[Record]:
-        out = []
-        for node_id in self.store.data.embedding_dict:
-            meta = self._stored_metadata(node_id)
-            if written_by_qrag(meta):
-                user = {k: v for k, v in meta.items() if k not in _LLAMA_KEYS}
-                out.append(Record(node_id, str(meta.get(KEY_TEXT, "")), user))
-            else:
-                node = self._node(node_id)
-                out.append(Record(node_id, node.get_content(), node.metadata, node.ref_doc_id))
-        return out
+        return simple_store_records(self.store, self.docstore)
 
     def _check_framework_vectors(self) -> None:
         """A node a ``VectorStoreIndex`` wrote has no recorded encoder: embed the first one's
@@ -305,7 +316,7 @@ class LlamaIndexSimpleSource(_Viewed):
         )
         if node_id is None:
             return
-        node = self._node(node_id)
+        node = self.docstore.get_node(node_id)  # there: the view found it
         contents = [node.get_content(MetadataMode.EMBED), node.get_content()]
         made = self._model.embed_chunks(contents).float().cpu().numpy()
         if not any(same_vector(self.store.get(node_id), m) for m in made):

@@ -25,6 +25,7 @@ from qrag_integrations.core.model import QRAGModel
 from qrag_integrations.stores.qdrant_counts import CONTENT, PAGE, CountLayout, scroll_all
 from qrag_integrations.stores.qdrant_filters import METADATA, metadata_field, qdrant_filter
 from qrag_integrations.stores.rows import (
+    ADOPT_HINT,
     KEY_DOC_ID,
     KEY_DOC_RANK,
     KEY_ID,
@@ -146,23 +147,23 @@ class QdrantSource:
         params = info.config.params.vectors
         if not isinstance(params, models.VectorParams):
             raise IndexMismatchError(
-                f"{self._where} has named vectors {sorted(params or {})}; Q-RAG writes one unnamed vector"
+                f"{self._where} has named vectors {sorted(params or {})}; Q-RAG writes one unnamed vector: {ADOPT_HINT}"
             )
         check_dim(params.size, self.embedding_dim, self._where)
         if params.distance != models.Distance.DOT:
             raise IndexMismatchError(
                 f"{self._where} uses {params.distance.value} distance; Q-RAG needs Dot (Qdrant normalises "
-                "cosine vectors, which changes the Q-values): ingest into a new collection"
+                f"cosine vectors, which changes the Q-values): {ADOPT_HINT}"
             )
         recorded = (info.config.metadata or {}).get(META_FINGERPRINT)
         if recorded is None and (info.points_count or 0) > 0:
             raise IndexMismatchError(
-                f"{self._where} was not written by a Q-RAG ingest (no recorded fingerprint)"
+                f"{self._where} was not written by a Q-RAG ingest (no recorded fingerprint): {ADOPT_HINT}"
             )
         if recorded is not None and recorded != self.fingerprint:
             raise IndexMismatchError(
                 f"{self._where} holds vectors of another chunk encoder (fingerprint {str(recorded)[:12]}..., "
-                f"this model's {self.fingerprint[:12]}...); re-ingest it with this model"
+                f"this model's {self.fingerprint[:12]}...); {ADOPT_HINT}"
             )
         if recorded is None:
             self.client.update_collection(

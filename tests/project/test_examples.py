@@ -39,3 +39,9 @@ def test_qdrant_example_searches_the_collection_in_place() -> None:
     assert "step 3" in out
     assert "Mary travelled to the kitchen." in out  # the second hop, found through the store
     assert "exact_in_candidates=3" in out
+
+
+def test_framework_stores_example_finds_both_hops_in_place_and_adopted() -> None:
+    in_place, adopted = run_example("framework_stores.py").split("adopted:")
+    for part in (in_place, adopted):  # a LangChain-filled store, a store of another model
+        assert "Mary left the apple." in part and "Mary travelled to the kitchen." in part
