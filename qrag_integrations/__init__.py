@@ -14,6 +14,7 @@ from qrag_integrations.core.errors import CheckpointError, IndexMismatchError, Q
 from qrag_integrations.core.index import ChunkIndex
 from qrag_integrations.core.loading import load_model
 from qrag_integrations.core.model import QRAGModel
+from qrag_integrations.core.policy import SearchPolicy
 from qrag_integrations.core.reference_import import import_reference_checkpoint
 from qrag_integrations.core.search import Hit, MultiStepSearcher, SearchSettings
 
@@ -31,6 +32,7 @@ __all__ = [
     "QRAGError",
     "QRAGModel",
     "QRAGRetriever",
+    "SearchPolicy",
     "SearchSettings",
     "StateOrder",
     "__version__",

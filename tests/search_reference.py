@@ -12,6 +12,7 @@ import torch
 from qrag_integrations.core.config import PositionMode
 from qrag_integrations.core.index import ChunkIndex
 from qrag_integrations.core.model import QRAGModel
+from qrag_integrations.core.policy import SearchPolicy
 from qrag_integrations.core.positions import (
     document_positions,
     layout,
@@ -76,6 +77,11 @@ def with_config(model: QRAGModel, **changes: object) -> QRAGModel:
     clone.__dict__ = dict(model.__dict__)
     clone.config = dataclasses.replace(model.config, **changes)
     return clone
+
+
+def rules(model: QRAGModel, **changes: object) -> SearchPolicy:
+    """The policy ``model``'s checkpoint recommends with ``changes`` (``SearchPolicy.of``)."""
+    return SearchPolicy.of(model.config, **changes)  # type: ignore[arg-type]
 
 
 def searched_chunks(model: QRAGModel, index: ChunkIndex, rows: list[int] | None = None):

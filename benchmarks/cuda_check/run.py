@@ -27,7 +27,8 @@ import torch
 from qrag_integrations.core.config import QRAGConfig
 from qrag_integrations.core.index import ChunkIndex
 from qrag_integrations.core.model import QRAGModel
-from qrag_integrations.core.search import MultiStepSearcher, SearchSettings
+from qrag_integrations.core.policy import SearchPolicy
+from qrag_integrations.core.search import MultiStepSearcher
 
 #: The repository root (the test suite's tiny BERT is built from its tests/conftest.py).
 REPO = Path(__file__).resolve().parents[2]
@@ -128,7 +129,9 @@ def run(device: str) -> list[dict]:
             results = {}
             for name, (model, index) in indexes.items():
                 searcher = MultiStepSearcher(model, index)
-                fused = MultiStepSearcher(model, index, SearchSettings(lexical_depth=5))
+                fused = MultiStepSearcher(
+                    model, index, policy=SearchPolicy.of(model.config, lexical_depth=5)
+                )
                 results[name] = {
                     "lexical": fused.search(questions, k=4),
                     "plain": searcher.search(questions, k=4),

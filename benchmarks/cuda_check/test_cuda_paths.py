@@ -23,6 +23,7 @@ from search_reference import MODES, QUERIES, TEXTS, N, random_index
 from qrag_integrations.core import candidates
 from qrag_integrations.core.index import ChunkIndex
 from qrag_integrations.core.model import QRAGModel
+from qrag_integrations.core.policy import SearchPolicy
 from qrag_integrations.core.search import Hit, MultiStepSearcher, SearchSettings
 
 GPU = os.environ.get("QRAG_TEST_GPU", "cuda")
@@ -108,9 +109,9 @@ def test_document_runs_match_cpu(make_model, monkeypatch: pytest.MonkeyPatch) ->
 def test_lexical_fusion_matches_cpu(make_model) -> None:
     model, index = make_model("document"), random_index()
     gpu_model, gpu_index = on_cuda(model, index)
-    settings = SearchSettings(lexical_depth=3, lexical_steps=2)
-    cpu = MultiStepSearcher(model, index, settings).search(QUERIES, k=5)
-    gpu = MultiStepSearcher(gpu_model, gpu_index, settings).search(QUERIES, k=5)
+    policy = SearchPolicy.of(model.config, lexical_depth=3, lexical_steps=2)
+    cpu = MultiStepSearcher(model, index, policy=policy).search(QUERIES, k=5)
+    gpu = MultiStepSearcher(gpu_model, gpu_index, policy=policy).search(QUERIES, k=5)
     assert_same_hits(cpu, gpu)
 
 

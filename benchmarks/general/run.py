@@ -52,7 +52,7 @@ from benchmarks.harness.noise_sources import UNSEEN_NOISE
 from qrag_integrations.core.config import PACKAGED_MINILM
 from qrag_integrations.core.lexical import rrf_scores
 from qrag_integrations.core.model import QRAGModel
-from qrag_integrations.core.search import SearchSettings
+from qrag_integrations.core.policy import SearchPolicy
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -124,7 +124,7 @@ def run_cell(
     episodes: list[Episode],
     models: dict[str, QRAGModel],
     embedders: dict[str, Callable],
-    searches: dict[str, SearchSettings] | None = None,
+    searches: dict[str, SearchPolicy] | None = None,
 ) -> dict:
     """Every model, dense and BM25 on one cell: metrics, per-task metrics, paired differences."""
     kind = cell.split("-")[0]
@@ -133,8 +133,8 @@ def run_cell(
     seconds: dict[str, float] = {}
     for name, model in models.items():
         t0 = time.perf_counter()
-        settings = (searches or {}).get(name)
-        results = greedy_retrieve(model, episodes, picks, embed=embedders[name], settings=settings)
+        policy = (searches or {}).get(name)
+        results = greedy_retrieve(model, episodes, picks, embed=embedders[name], policy=policy)
         seconds[name] = time.perf_counter() - t0
         per_method[name] = scores(episodes, results, kind)
     t0 = time.perf_counter()

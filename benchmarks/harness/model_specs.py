@@ -6,7 +6,7 @@ from __future__ import annotations
 from qrag_integrations import load_model
 from qrag_integrations.core.config import PositionMode
 from qrag_integrations.core.model import QRAGModel
-from qrag_integrations.core.search import SearchSettings
+from qrag_integrations.core.policy import SearchPolicy
 
 
 def _optional_float(value: str) -> float | None:
@@ -20,7 +20,7 @@ def _bool(value: str) -> bool:
 
 
 #: Search settings a model spec may change (they are read at search time, not trained in): the
-#: model's config fields, then the fields of the search itself (SearchSettings).
+#: model's config fields, then rules of the search policy (``SearchPolicy.of``'s changes).
 SETTINGS = {
     "question_weight": float,
     "supersede_margin": _optional_float,
@@ -34,9 +34,9 @@ SETTINGS = {
 SEARCH_SETTINGS = {"lexical_depth": int, "lexical_steps": int, "lexical_gap": float}
 
 
-def load_with_settings(spec: str) -> tuple[QRAGModel, SearchSettings]:
+def load_with_settings(spec: str) -> tuple[QRAGModel, SearchPolicy]:
     """``CHECKPOINT[:FIELD=VALUE,...]``: the model, with those search settings changed, and the
-    search settings."""
+    search policy it is searched by (its config's, with the spec's rules)."""
     checkpoint, _, settings = split_settings(spec)
     model, search = load_model(checkpoint), {}
     for item in filter(None, settings.split(",")):
@@ -48,7 +48,7 @@ def load_with_settings(spec: str) -> tuple[QRAGModel, SearchSettings]:
         else:
             valid = ", ".join([*SETTINGS, *SEARCH_SETTINGS])
             raise ValueError(f"unknown search setting {key!r} in {spec!r}; valid: {valid}")
-    return model, SearchSettings(**search)
+    return model, SearchPolicy.of(model.config, **search)
 
 
 def split_settings(spec: str) -> tuple[str, str, str]:
@@ -67,10 +67,8 @@ def checkpoint_of(spec: str) -> str:
 def load_with_model_settings(spec: str) -> QRAGModel:
     """:func:`load_with_settings` for benchmarks that search with the model's own settings: the
     search fields (BM25 fusion) are set on the model's config, where they are its defaults."""
-    model, search = load_with_settings(spec)
+    model, policy = load_with_settings(spec)
     for key in SEARCH_SETTINGS:
-        value = getattr(search, key)
-        if value is not None:
-            # the config says "no fusion" with None, where the search settings say 0
-            setattr(model.config, key, value or None)
+        # the config says "no fusion" / "never" with None, where the policy says 0
+        setattr(model.config, key, getattr(policy, key) or None)
     return model

@@ -119,7 +119,8 @@ def build_run(
     import faiss
 
     from qrag_integrations.core.index import ChunkIndex
-    from qrag_integrations.core.search import MultiStepSearcher, SearchSettings
+    from qrag_integrations.core.policy import SearchPolicy
+    from qrag_integrations.core.search import MultiStepSearcher
 
     dim = model.embedding_dim
     texts = make_texts(n, lines)
@@ -133,7 +134,8 @@ def build_run(
     vectors = snap.embeddings.detach().float().cpu().numpy()
     flat = faiss.IndexFlatIP(dim)
     flat.add(vectors)
-    searcher = MultiStepSearcher(model, index, SearchSettings(lexical_depth=args.lexical_depth))
+    policy = SearchPolicy.of(model.config, lexical_depth=args.lexical_depth)
+    searcher = MultiStepSearcher(model, index, policy=policy)
     row_of = {c.id: r for r, c in enumerate(snap.chunks)}
     return SizeRun(model, args, queries, index, snap, flat, searcher, CachedStates(model), row_of)
 

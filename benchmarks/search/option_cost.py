@@ -4,11 +4,11 @@ on and off, side by side (order alternating per query), over the synthetic corpu
 document or as documents of 50 chunks. Reported per layout: the median milliseconds of each side,
 their ratio, and how many picks differ.
 
-- ``--option supersede`` (``SearchSettings(supersede=True)`` against ``False``): each step's one
+- ``--option supersede`` (``SearchPolicy.of(config, supersede=True)`` against ``False``): each step's one
   exact scan keeps Q's 32 best (``supersede.pools``), its pick and the chunks the rule may take
   instead (before commit c0ff1b9, 2026-11-27, each pick sharing a term with the state paid one
   more exact scan; the queries are corpus lines, so most picks share terms).
-- ``--option lexical_gap`` (``SearchSettings(lexical_gap=GAP)`` against ``0``): later steps where
+- ``--option lexical_gap`` (``SearchPolicy.of(config, lexical_gap=GAP)`` against ``0``): later steps where
   Q's two best lie within the gap fuse BM25 of the question terms no pick names (BM25 scores of
   the question and of those terms, and the head of the question's ranking among the chunks that
   name one).
@@ -39,7 +39,8 @@ from benchmarks.search.corpus import make_embeddings, make_texts, measure_real_n
 from qrag_integrations import load_model
 from qrag_integrations.core.config import QRAGConfig
 from qrag_integrations.core.index import ChunkIndex
-from qrag_integrations.core.search import MultiStepSearcher, SearchSettings
+from qrag_integrations.core.policy import SearchPolicy
+from qrag_integrations.core.search import MultiStepSearcher
 
 DOC_CHUNKS = 50  # chunks per document in the "many documents" layout
 
@@ -54,19 +55,19 @@ OPTIONS = {
     ),
 }
 
-#: Options that are the model's configuration (``QRAGConfig``), not ``SearchSettings``.
+#: Options that are the model's configuration (``QRAGConfig``), not the search policy's changes.
 MODEL_FIELDS = {f.name for f in dataclasses.fields(QRAGConfig)}
 
 
 def searcher_with(model, index: ChunkIndex, changes: dict) -> MultiStepSearcher:
     """A searcher with ``changes``: model configuration fields on a shallow copy of the model
-    (the weights shared), the rest as ``SearchSettings``."""
+    (the weights shared), the rest as changes of its search policy (``SearchPolicy.of``)."""
     config = {k: v for k, v in changes.items() if k in MODEL_FIELDS}
     if config:
         model = copy.copy(model)
         model.config = dataclasses.replace(model.config, **config)
     rest = {k: v for k, v in changes.items() if k not in MODEL_FIELDS}
-    return MultiStepSearcher(model, index, SearchSettings(**rest))
+    return MultiStepSearcher(model, index, policy=SearchPolicy.of(model.config, **rest))
 
 
 def measure(

@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         "--lexical-depth",
         type=int,
         default=None,
-        help="SearchSettings.lexical_depth (default: the model's own; 0: no BM25 fusion)",
+        help="the search policy's lexical_depth (default: the model's own; 0: no BM25 fusion)",
     )
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--device", default="cpu")

@@ -148,7 +148,9 @@ class CandidateSet(Protocol):
         the :class:`~qrag_integrations.core.search.MultiStepSearcher` asking (a set that scores
         its own chunks needs nothing of it)."""
 
-    def top(self, searcher: Any, state: torch.Tensor, picked: list[int], depth: int) -> list[Scored]:
+    def top(
+        self, searcher: Any, state: torch.Tensor, picked: list[int], depth: int
+    ) -> list[Scored]:
         """The ``depth`` best unpicked ``(rank, Q-value, position)`` for ``state``, best first:
         the pool the search's rules read."""
 
@@ -251,6 +253,8 @@ class IndexCandidates:
         searcher's :attr:`~qrag_integrations.core.search.MultiStepSearcher.exact` scan)."""
         return searcher.exact.best_one(self, state, picked)
 
-    def top(self, searcher: Any, state: torch.Tensor, picked: list[int], depth: int) -> list[Scored]:
+    def top(
+        self, searcher: Any, state: torch.Tensor, picked: list[int], depth: int
+    ) -> list[Scored]:
         """The exact ``depth`` best unpicked candidates (the searcher's exact scan)."""
         return searcher.exact.top(self, state, picked, depth)

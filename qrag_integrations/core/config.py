@@ -113,24 +113,24 @@ class QRAGConfig:
     state_order: StateOrder = StateOrder.PICK
     """Order of picked chunks in the state text: by document order or by pick order."""
     lexical_depth: int | None = None
-    """BM25 fusion depth the model is meant to be searched with (``SearchSettings.lexical_depth``,
-    which overrides it; ``None``: no fusion). It applies where fusion can run: an in-memory index,
-    exact scan, no FAISS pre-selection. The default checkpoint sets 10, chosen on validation."""
+    """BM25 fusion depth the checkpoint recommends (its :class:`~qrag_integrations.core.policy.SearchPolicy`,
+    ``SearchPolicy.of``; ``None``: no fusion). The default checkpoint sets 10, chosen on validation."""
     lexical_steps: int | None = None
-    """How many first steps of a search fuse BM25 when ``lexical_depth`` is on
-    (``SearchSettings.lexical_steps`` overrides it); ``None``: every step. BM25 ranks by the bare
-    question, which finds a question's first fact but not the next hop."""
+    """How many first steps of a search fuse BM25 when ``lexical_depth`` is on (recommended
+    policy); ``None``: every step. BM25 ranks by the bare question, which finds a question's first
+    fact but not the next hop."""
     lexical_gap: float | None = None
     """After the first ``lexical_steps``, a step still fuses BM25 when the policy is unsure there,
     its two best untaken chunks within this Q gap; BM25 then counts only chunks that name a
-    question term no pick names yet (:mod:`~qrag_integrations.core.lexical`;
-    ``SearchSettings.lexical_gap`` overrides it). ``None`` or 0: never."""
+    question term no pick names yet (:mod:`~qrag_integrations.core.lexical`; recommended
+    policy). ``None`` or 0: never."""
     supersede_margin: float | None = None
     """A later restatement supersedes a pick (:mod:`~qrag_integrations.core.supersede`): the
     latest chunk of the pick's document after it whose Q-value is within this margin of the
     pick's (similar, naming the terms the pick shares with the state in its order, no restatement
-    already taken between them) replaces it; ``SearchSettings.supersede`` switches it. ``None``:
-    off. The default checkpoint sets 0.05, chosen on validation."""
+    already taken between them) replaces it (recommended policy; ``SearchPolicy.of(config,
+    supersede=False)`` switches it off). ``None``: off. The default checkpoint sets 0.05, chosen
+    on validation."""
     supersede_similarity: float = 0.8
     """Least cosine of two chunk embeddings for one to restate the other (``supersede_margin``)."""
     trainable_layers: int | None = None

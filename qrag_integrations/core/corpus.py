@@ -14,6 +14,7 @@ from qrag_integrations.core import validation
 from qrag_integrations.core.chunks import Chunk
 from qrag_integrations.core.index import ChunkIndex
 from qrag_integrations.core.model import QRAGModel
+from qrag_integrations.core.policy import SearchPolicy
 from qrag_integrations.core.search import Hit, MultiStepSearcher, SearchSettings
 
 
@@ -21,6 +22,8 @@ class Corpus(Protocol):
     """The chunks a retriever searches and the search over them."""
 
     model: QRAGModel
+    policy: SearchPolicy
+    """The search policy the searches run by."""
 
     def __len__(self) -> int: ...
 
@@ -56,13 +59,18 @@ class Corpus(Protocol):
 
 class IndexCorpus:
     """Chunks in an in-memory :class:`~qrag_integrations.core.index.ChunkIndex`, searched exactly
-    (or with FAISS pre-selection, per ``settings``)."""
+    (or with FAISS pre-selection, per ``settings``) by ``policy`` (``None``: the checkpoint's)."""
 
     def __init__(
-        self, model: QRAGModel, index: ChunkIndex, settings: SearchSettings | None = None
+        self,
+        model: QRAGModel,
+        index: ChunkIndex,
+        settings: SearchSettings | None = None,
+        policy: SearchPolicy | None = None,
     ) -> None:
         self.model, self.index = model, index
-        self.searcher = MultiStepSearcher(model, index, settings)
+        self.searcher = MultiStepSearcher(model, index, settings, policy)
+        self.policy = self.searcher.policy
 
     def __len__(self) -> int:
         return len(self.index)

@@ -39,7 +39,7 @@ import numpy as np
 import torch
 
 from qrag_integrations.core.candidates import CandidateSet, CorpusTexts
-from qrag_integrations.core.errors import QRAGError, optional_import
+from qrag_integrations.core.errors import optional_import
 from qrag_integrations.core.scan import Scored
 from qrag_integrations.core.snapshot_cache import BuiltFor
 from qrag_integrations.core.step import Step
@@ -47,34 +47,6 @@ from qrag_integrations.core.stopwords import ENGLISH_STOP_WORDS
 
 #: The constant of reciprocal rank fusion (as in the RRF paper and LangChain's EnsembleRetriever).
 RRF_C = 60
-
-
-def _check_count(name: str, value: int | None, least: int) -> None:
-    if value is not None and (
-        isinstance(value, bool) or not isinstance(value, int) or value < least
-    ):
-        raise QRAGError(f"{name} must be None or an integer >= {least}, got {value!r}")
-
-
-def check_depth(depth: int | None) -> None:
-    """Raise :class:`~qrag_integrations.core.errors.QRAGError` unless ``depth`` is ``None`` or
-    an integer >= 0 (0: no fusion)."""
-    _check_count("lexical_depth", depth, 0)
-
-
-def check_gap(gap: float | None) -> None:
-    """Raise :class:`~qrag_integrations.core.errors.QRAGError` unless ``gap`` is ``None`` or a
-    number >= 0 (0: no fusion after the first ``lexical_steps``)."""
-    if gap is not None and (
-        isinstance(gap, bool) or not isinstance(gap, (int, float)) or not gap >= 0
-    ):
-        raise QRAGError(f"lexical_gap must be None or a number >= 0, got {gap!r}")
-
-
-def check_steps(steps: int | None) -> None:
-    """Raise :class:`~qrag_integrations.core.errors.QRAGError` unless ``steps`` is ``None`` or
-    an integer >= 1."""
-    _check_count("lexical_steps", steps, 1)
 
 
 @functools.cache  # once: the logger level below is set right after the first import only
@@ -135,9 +107,7 @@ class LexicalRanker:
         scores = np.asarray(self._index(corpus).get_scores(tokens), dtype=np.float64)
         return scores if corpus.rows is None else scores[corpus.rows]
 
-    def ranking(
-        self, cands: CandidateSet, question: str, limit: int | None = None
-    ) -> np.ndarray:
+    def ranking(self, cands: CandidateSet, question: str, limit: int | None = None) -> np.ndarray:
         """Candidate ranks (document order among ``cands``) with a positive BM25 score for
         ``question``, best first (ties in document order); the first ``limit`` of them when given
         (a search needs its depth plus its fused steps' picks, not a sort of every hit)."""

@@ -28,15 +28,9 @@ from qrag_integrations.core.config import PositionMode
 from qrag_integrations.core.errors import QRAGError
 from qrag_integrations.core.exact_scan import ExactScan, pool_best
 from qrag_integrations.core.index import ChunkIndex
-from qrag_integrations.core.lexical import (
-    Fusion,
-    LexicalRanker,
-    check_depth,
-    check_gap,
-    check_steps,
-    fusion_of,
-)
+from qrag_integrations.core.lexical import Fusion, LexicalRanker, fusion_of
 from qrag_integrations.core.model import QRAGModel
+from qrag_integrations.core.policy import SearchPolicy
 from qrag_integrations.core.scan import Scored
 from qrag_integrations.core.scorers import (
     CompactScorer,
@@ -46,7 +40,7 @@ from qrag_integrations.core.scorers import (
     SetScorer,
 )
 from qrag_integrations.core.step import Step
-from qrag_integrations.core.supersede import POOL, search_margin, superseded
+from qrag_integrations.core.supersede import POOL, superseded
 
 
 @dataclass(frozen=True)
@@ -65,7 +59,8 @@ class Hit:
 
 @dataclass
 class SearchSettings:
-    """How the multi-step search runs."""
+    """How fast the multi-step search runs (what it does is its
+    :class:`~qrag_integrations.core.policy.SearchPolicy`)."""
 
     block_size: int = 65536
     """Rows scored per matrix product; bounds temporary memory to ``block_size * batch`` floats."""
@@ -83,34 +78,23 @@ class SearchSettings:
     ``relative``; filtered searches scan exactly)."""
     rescore: int = 400
     """Compact scans: candidates per run of equal positions re-scored exactly each step."""
-    lexical_depth: int | None = None
-    """Fuse BM25 of the question into the first ``lexical_steps`` steps: BM25's ranking of this
-    many chunks re-orders the best this many by Q, by reciprocal rank (the pick is one of Q's;
-    :mod:`~qrag_integrations.core.lexical`; every path). ``0``: no fusion; ``None``: the
-    model's ``QRAGConfig.lexical_depth``."""
-    lexical_steps: int | None = None
-    """How many first steps fuse BM25; ``None``: the model's ``QRAGConfig.lexical_steps``
-    (``None`` there: every step)."""
-    lexical_gap: float | None = None
-    """A step after the first ``lexical_steps`` fuses where Q's two best untaken lie within this
-    gap (BM25 then counts chunks naming a question term no pick names); ``None``: the model's
-    ``QRAGConfig.lexical_gap``; ``0``: never."""
-    supersede: bool | None = None
-    """Later restatements supersede picks (:mod:`~qrag_integrations.core.supersede`); ``None``: the model's."""
 
     def __post_init__(self) -> None:
         check_scan(self.scan, self.rescore)
-        check_depth(self.lexical_depth)
-        check_steps(self.lexical_steps)
-        check_gap(self.lexical_gap)
 
 
 class MultiStepSearcher:
     """Runs Q-RAG's greedy multi-step search for one model over one index."""
 
     def __init__(
-        self, model: QRAGModel, index: ChunkIndex, settings: SearchSettings | None = None
+        self,
+        model: QRAGModel,
+        index: ChunkIndex,
+        settings: SearchSettings | None = None,
+        policy: SearchPolicy | None = None,
     ) -> None:
+        """Search ``index`` with ``model``, as fast as ``settings`` say, by ``policy`` (``None``:
+        the policy the model's checkpoint recommends, :meth:`SearchPolicy.of`)."""
         if model.embedding_dim != index.embedding_dim:
             raise QRAGError(
                 f"model embedding size {model.embedding_dim} != index embedding size {index.embedding_dim}"
@@ -118,6 +102,7 @@ class MultiStepSearcher:
         self.model = model
         self.index = index
         self.settings = settings or SearchSettings()
+        self.policy = SearchPolicy.of(model.config) if policy is None else policy
         self.exact = ExactScan(model, self.settings.block_size)
         """The exact scan of in-memory candidates (the exact picks and pools)."""
         self._lexical = LexicalRanker()
@@ -231,8 +216,18 @@ class MultiStepSearcher:
         active = [b for b in range(len(queries)) if candidates[b].n > 0]
         question_row: dict[int, int] = {}
         questions = torch.empty(0)
-        fusion = self._fusion(candidates, queries, active, k)
-        margin = search_margin(self.settings.supersede, self.model.config.supersede_margin)
+        policy = self.policy
+        fusion = fusion_of(
+            self._lexical,
+            candidates,
+            queries,
+            active,
+            k,
+            policy.lexical_depth or None,
+            policy.lexical_steps,
+            policy.lexical_gap,
+        )
+        margin = policy.supersede_margin
         for number in range(1, k + 1):
             active = [b for b in active if len(picked[b]) < candidates[b].n]
             if not active:
@@ -288,7 +283,7 @@ class MultiStepSearcher:
         best = fusion.picks(step, pools) if fuses else [pool_best(p) for p in pools]  # type: ignore[union-attr]
         if margin is None:
             return best
-        similarity = self.model.config.supersede_similarity
+        similarity = self.policy.supersede_similarity
         return superseded(step, pools, best, texts, margin, similarity)
 
     # -- choices made once per search -----------------------------------------------------------
@@ -301,18 +296,6 @@ class MultiStepSearcher:
         if self._compact is not None and unfiltered:
             return self._compact
         return self._exact
-
-    def _fusion(
-        self, candidates: Sequence[CandidateSet], queries: Sequence[str], active: list[int], k: int
-    ) -> Fusion | None:
-        """This search's BM25 fusion: the settings' depth (0: none), else the model's (``None``:
-        no fusion); steps and gap the settings', else the model's."""
-        settings, config = self.settings, self.model.config
-        depth = config.lexical_depth if settings.lexical_depth is None else settings.lexical_depth
-        depth = depth or None
-        steps = settings.lexical_steps or config.lexical_steps
-        gap = config.lexical_gap if settings.lexical_gap is None else settings.lexical_gap
-        return fusion_of(self._lexical, candidates, queries, active, k, depth, steps, gap)
 
     def _state_text(self, query: str, candidates: CandidateSet, picked: list[int]) -> str:
         return self.model.state_text(

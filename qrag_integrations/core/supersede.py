@@ -33,7 +33,6 @@ from __future__ import annotations
 import torch
 
 from qrag_integrations.core.candidates import CandidateSet
-from qrag_integrations.core.errors import QRAGError
 from qrag_integrations.core.lexical import bm25_query
 from qrag_integrations.core.scan import Scored
 from qrag_integrations.core.step import Step
@@ -42,31 +41,10 @@ from qrag_integrations.core.step import Step
 #: the margin rank near the pick).
 POOL = 32
 
-#: The margin of ``SearchSettings(supersede=True)`` for a model whose config sets none (the
-#: default checkpoint's, chosen on validation).
-DEFAULT_MARGIN = 0.05
-
 
 def terms(text: str) -> set[str]:
     """``text``'s BM25 terms (bm25s tokens, English stop words removed), as a set."""
     return set(bm25_query(text)[0])
-
-
-def search_margin(flag: bool | None, margin: float | None) -> float | None:
-    """The margin a search supersedes picks with, ``None`` where it does not.
-
-    ``flag`` is ``SearchSettings.supersede``: ``False``: never. ``True``: always (the model's
-    ``margin``, else :data:`DEFAULT_MARGIN`). ``None``: the model's ``margin`` (``None``: never),
-    on every path (the pool comes from the search's scorer or the store's candidates).
-
-    Raises:
-        QRAGError: ``flag`` is not a bool or ``None``.
-    """
-    if not (flag is None or isinstance(flag, bool)):
-        raise QRAGError(f"supersede must be True, False or None, got {flag!r}")
-    if flag is False or (flag is None and margin is None):
-        return None
-    return DEFAULT_MARGIN if margin is None else margin
 
 
 def superseding_pick(

@@ -11,7 +11,6 @@ framework objects and chunks in :mod:`~qrag_integrations.frameworks.conversion`,
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -33,6 +32,7 @@ from qrag_integrations.core.loading import load_model
 from qrag_integrations.core.model import QRAGModel
 from qrag_integrations.core.options import check_options
 from qrag_integrations.core.persistence import save_retriever
+from qrag_integrations.core.policy import SearchPolicy
 from qrag_integrations.core.search import Hit, SearchSettings
 from qrag_integrations.frameworks.constructors import (
     RULE_FIELDS,
@@ -210,11 +210,14 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
         self._model = model.eval()
         if self.backend != "torch" or self.quantize is not None:
             model.set_backend(self.backend, self.quantize)
-        rules = SearchSettings(**{name: getattr(self, name) for name in RULE_FIELDS})
+        # the checkpoint's policy with this retriever's rule fields: the same on every path
+        policy = SearchPolicy.of(
+            model.config, **{name: getattr(self, name) for name in RULE_FIELDS}
+        )
         if store is not None:
             source = open_store(store, model, collection_name, rank_by, self.document_key)
             self._corpus = StoreCorpus(
-                model, source, self.candidates_per_step, self.check_exact, rules
+                model, source, self.candidates_per_step, self.check_exact, policy
             )
             return
         if index is None:
@@ -226,8 +229,8 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
                 f"index embedding size {index.embedding_dim} != model embedding size {model.embedding_dim}"
             )
         own = {name: getattr(self, name) for name in SCAN_FIELDS}  # the in-memory search's fields
-        settings = dataclasses.replace(rules, faiss_candidates=self.faiss_candidates, **own)
-        self._corpus = IndexCorpus(model, index, settings)
+        settings = SearchSettings(faiss_candidates=self.faiss_candidates, **own)
+        self._corpus = IndexCorpus(model, index, settings, policy)
         if texts is not None:
             self.add_texts(texts, metadatas=metadatas, ids=ids)
 
@@ -244,6 +247,12 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
     def model(self) -> QRAGModel:
         """The Q-RAG model."""
         return self._model
+
+    @property
+    def policy(self) -> SearchPolicy:
+        """The search policy in use: the checkpoint's, with this retriever's ``lexical_*`` and
+        ``supersede`` fields (``print(retriever.policy.describe())`` lists its rules)."""
+        return self._corpus.policy
 
     @property
     def corpus(self) -> Corpus:

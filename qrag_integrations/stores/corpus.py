@@ -18,7 +18,8 @@ from llama_index.core.vector_stores import SimpleVectorStore
 from qrag_integrations.core.chunks import Chunk
 from qrag_integrations.core.errors import QRAGError
 from qrag_integrations.core.model import QRAGModel
-from qrag_integrations.core.search import Hit, SearchSettings
+from qrag_integrations.core.policy import SearchPolicy
+from qrag_integrations.core.search import Hit
 from qrag_integrations.stores.framework_stores import LangChainMemorySource, LlamaIndexSimpleSource
 from qrag_integrations.stores.rows import ingest
 from qrag_integrations.stores.search import StoreSearcher, StoreStats
@@ -91,7 +92,7 @@ class StoreCorpus:
         candidates_per_step: chunks asked from the store per step and re-scored exactly.
         check_exact: also score every matching chunk to count how often the exact arg-max was
             among the candidates (costly: for evaluation).
-        settings: the search rules (the model's where ``None``), as in memory.
+        policy: the search rules, as in memory (``None``: the model's checkpoint's).
     """
 
     def __init__(
@@ -100,10 +101,11 @@ class StoreCorpus:
         source: Any,
         candidates_per_step: int = 64,
         check_exact: bool = False,
-        settings: SearchSettings | None = None,
+        policy: SearchPolicy | None = None,
     ) -> None:
         self.model, self.source = model, source
-        self.searcher = StoreSearcher(model, source, candidates_per_step, check_exact, settings)
+        self.searcher = StoreSearcher(model, source, candidates_per_step, check_exact, policy)
+        self.policy = self.searcher.policy
 
     @property
     def stats(self) -> StoreStats:

@@ -35,9 +35,10 @@ from qrag_integrations.core.config import PositionMode
 from qrag_integrations.core.errors import IndexMismatchError, QRAGError
 from qrag_integrations.core.index import ChunkIndex
 from qrag_integrations.core.model import QRAGModel
+from qrag_integrations.core.policy import SearchPolicy
 from qrag_integrations.core.positions import document_relative_positions_at
 from qrag_integrations.core.scan import Scored, best_first, score_at_positions
-from qrag_integrations.core.search import Hit, MultiStepSearcher, SearchSettings
+from qrag_integrations.core.search import Hit, MultiStepSearcher
 
 
 @dataclass(frozen=True)
@@ -272,7 +273,7 @@ class StoreSearcher:
         source: CandidateSource,
         candidates_per_step: int = 64,
         check_exact: bool = False,
-        settings: SearchSettings | None = None,
+        policy: SearchPolicy | None = None,
     ) -> None:
         """Search ``source`` with ``model``.
 
@@ -283,8 +284,7 @@ class StoreSearcher:
                 least as many as a search rule's pool).
             check_exact: also score every matching chunk each step, to count in :attr:`stats`
                 how often the exact arg-max was among the candidates (costly: for evaluation).
-            settings: the search rules (``lexical_*``, ``supersede``; the model's where ``None``),
-                as in memory; the scan settings do not apply to a store.
+            policy: the search rules, as in memory (``None``: the model's checkpoint's).
         """
         if candidates_per_step < 1:
             raise QRAGError(f"candidates_per_step must be >= 1, got {candidates_per_step}")
@@ -296,7 +296,9 @@ class StoreSearcher:
         self.candidates_per_step, self.check_exact = candidates_per_step, check_exact
         self.stats = StoreStats()
         self._lock = threading.Lock()
-        self._searcher = MultiStepSearcher(model, ChunkIndex(model.embedding_dim), settings)
+        self._searcher = MultiStepSearcher(model, ChunkIndex(model.embedding_dim), policy=policy)
+        self.policy = self._searcher.policy
+        """The search rules in use."""
 
     def search(
         self,

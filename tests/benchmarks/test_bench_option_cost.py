@@ -1,4 +1,4 @@
-"""The option-cost benchmark's two sides: model configuration on a copy, search settings apart."""
+"""The option-cost benchmark's two sides: model configuration on a copy, search policy apart."""
 
 from __future__ import annotations
 
@@ -6,15 +6,16 @@ from search_reference import QUERIES, random_index
 
 from benchmarks.search.option_cost import OPTIONS, measure, searcher_with
 from qrag_integrations.core.config import PositionMode
+from qrag_integrations.core.policy import DEFAULT_MARGIN
 
 
-def test_a_model_option_changes_a_copy_and_a_search_option_the_settings(make_model) -> None:
+def test_a_model_option_changes_a_copy_and_a_search_option_the_policy(make_model) -> None:
     model = make_model("document")
     index = random_index()
-    on = searcher_with(model, index, {"position_mode": "document_relative", "supersede": False})
+    on = searcher_with(model, index, {"position_mode": "document_relative", "supersede": True})
     assert on.model.config.position_mode is PositionMode.DOCUMENT_RELATIVE
     assert model.config.position_mode is PositionMode.DOCUMENT  # the original is untouched
-    assert on.model.state_encoder is model.state_encoder and on.settings.supersede is False
+    assert on.model.state_encoder is model.state_encoder and on.policy.supersede_margin == DEFAULT_MARGIN
 
 
 def test_position_mode_cost_is_measured_per_question_in_batches(make_model) -> None:

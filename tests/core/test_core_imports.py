@@ -48,6 +48,7 @@ def test_public_names_are_pinned() -> None:
         "QRAGError",
         "QRAGModel",
         "QRAGRetriever",
+        "SearchPolicy",
         "SearchSettings",
         "StateOrder",
         "__version__",

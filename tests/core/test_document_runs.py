@@ -7,7 +7,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from search_reference import QUERIES, TEXTS, N, as_tuples, assert_same, brute_force, random_index
+from search_reference import (
+    QUERIES,
+    TEXTS,
+    N,
+    as_tuples,
+    assert_same,
+    brute_force,
+    random_index,
+    rules,
+)
 
 from qrag_integrations.core import candidates
 from qrag_integrations.core.candidates import DocumentRotation, fixed_runs
@@ -122,7 +131,7 @@ def test_lexical_fusion_picks_the_same_either_way(
     got = {}
     for name, value in WAYS.items():
         monkeypatch.setattr(candidates, "MIN_MEAN_RUN", value)
-        searcher = MultiStepSearcher(model, index, SearchSettings(lexical_depth=depth))
+        searcher = MultiStepSearcher(model, index, policy=rules(model, lexical_depth=depth))
         got[name] = [as_tuples(h) for h in searcher.search(QUERIES, k=5)]
         got[name + "-one"] = as_tuples(searcher.search(QUERIES[:1], k=5)[0])
     for a, b in zip(got["runs"], got["copy"]):
@@ -155,8 +164,8 @@ def test_a_batch_shares_one_scan_outside_its_relaid_documents(
         for query, hits in zip(QUERIES, searcher.search(QUERIES, k=4)):
             assert_same(as_tuples(hits), brute_force(model, index, query, 4))
     assert calls  # the shared scan ran
-    for settings in (SearchSettings(lexical_depth=3), SearchSettings(supersede=True)):
-        searcher = MultiStepSearcher(model, index, settings)
+    for policy in (rules(model, lexical_depth=3), rules(model, supersede=True)):
+        searcher = MultiStepSearcher(model, index, policy=policy)
         alone = [searcher.search([q], k=4)[0] for q in QUERIES]  # one question: its own scans
         for got, want in zip(searcher.search(QUERIES, k=4), alone):
             assert_same(as_tuples(got), as_tuples(want))

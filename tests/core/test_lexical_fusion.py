@@ -6,12 +6,13 @@ import bm25s
 import numpy as np
 import pytest
 import torch
-from search_reference import as_tuples, assert_same, brute_force, step_q_values
+from search_reference import as_tuples, assert_same, brute_force, rules, step_q_values
 
 from qrag_integrations.core.config import QRAGConfig
 from qrag_integrations.core.errors import QRAGError
 from qrag_integrations.core.index import ChunkIndex
 from qrag_integrations.core.lexical import RRF_C
+from qrag_integrations.core.policy import SearchPolicy
 from qrag_integrations.core.search import MultiStepSearcher, SearchSettings
 from qrag_integrations.core.stopwords import ENGLISH_STOP_WORDS
 
@@ -83,7 +84,7 @@ def reference(model, index, query, k, depth, rows=None, steps=None, gap=None, ga
 def test_matches_the_reference(make_model, mode: str, depth: int) -> None:
     model = make_model(mode)
     index = word_index()
-    searcher = MultiStepSearcher(model, index, SearchSettings(lexical_depth=depth))
+    searcher = MultiStepSearcher(model, index, policy=rules(model, lexical_depth=depth))
     for query, hits in zip(QUERIES, searcher.search(QUERIES, k=5)):
         assert_same(as_tuples(hits), reference(model, index, query, 5, depth))
 
@@ -91,7 +92,9 @@ def test_matches_the_reference(make_model, mode: str, depth: int) -> None:
 def test_the_lexical_signal_changes_picks_and_no_match_is_the_plain_search(make_model) -> None:
     model = make_model("none")
     index = word_index()
-    fused = MultiStepSearcher(model, index, SearchSettings(lexical_depth=3)).search(QUERIES, k=3)
+    fused = MultiStepSearcher(model, index, policy=rules(model, lexical_depth=3)).search(
+        QUERIES, k=3
+    )
     plain = MultiStepSearcher(model, index).search(QUERIES, k=3)
     assert [as_tuples(h) for h in fused[:3]] != [as_tuples(h) for h in plain[:3]]
     assert_same(as_tuples(fused[3]), brute_force(model, index, QUERIES[3], 3))
@@ -101,7 +104,7 @@ def test_filters_restrict_both_rankings(make_model) -> None:
     model = make_model("relative")
     index = word_index()
     rows = [i for i in range(len(TEXTS)) if i % 3]
-    searcher = MultiStepSearcher(model, index, SearchSettings(lexical_depth=4))
+    searcher = MultiStepSearcher(model, index, policy=rules(model, lexical_depth=4))
     for query, hits in zip(QUERIES, searcher.search(QUERIES, k=4, filter={"doc": "A"})):
         assert_same(as_tuples(hits), reference(model, index, query, 4, 4, rows=rows))
 
@@ -110,7 +113,7 @@ def test_each_index_of_search_each_has_its_own_words(make_model) -> None:
     model = make_model("none")
     a, b = word_index(), ChunkIndex(32)
     b.add(TEXTS[:6], torch.randn(6, 32), ids=[f"x{i}" for i in range(6)])
-    searcher = MultiStepSearcher(model, a, SearchSettings(lexical_depth=2))
+    searcher = MultiStepSearcher(model, a, policy=rules(model, lexical_depth=2))
     got = searcher.search_each(QUERIES[:2], [a, b], k=2)
     assert_same(as_tuples(got[0]), reference(model, a, QUERIES[0], 2, 2))
     assert_same(as_tuples(got[1]), reference(model, b, QUERIES[1], 2, 2))
@@ -123,10 +126,10 @@ def test_fusion_can_stop_after_the_first_steps(
 ) -> None:
     model = make_model(mode)
     index = word_index()
-    settings = SearchSettings(lexical_depth=3, lexical_steps=1 if where == "settings" else None)
     if where == "model":
         monkeypatch.setattr(model.config, "lexical_steps", 1)  # the model is shared
-    got = MultiStepSearcher(model, index, settings).search(QUERIES, k=4)
+    policy = rules(model, lexical_depth=3, lexical_steps=1 if where == "settings" else None)
+    got = MultiStepSearcher(model, index, policy=policy).search(QUERIES, k=4)
     for query, hits in zip(QUERIES, got):
         assert_same(as_tuples(hits), reference(model, index, query, 4, 3, steps=1))
     every_step = [reference(model, index, q, 4, 3) for q in QUERIES]
@@ -147,25 +150,29 @@ def test_later_steps_fuse_where_q_is_unsure(
     if where == "model":
         monkeypatch.setattr(model.config, "lexical_steps", 1)  # the model is shared
         monkeypatch.setattr(model.config, "lexical_gap", gap)
-        settings = SearchSettings(lexical_depth=3)
+        policy = rules(model, lexical_depth=3)
     else:
-        settings = SearchSettings(lexical_depth=3, lexical_steps=1, lexical_gap=gap)
-    got = MultiStepSearcher(model, index, settings).search(QUERIES, k=5)
+        policy = rules(model, lexical_depth=3, lexical_steps=1, lexical_gap=gap)
+    got = MultiStepSearcher(model, index, policy=policy).search(QUERIES, k=5)
     for query, hits in zip(QUERIES, got):
         assert_same(as_tuples(hits), reference(model, index, query, 5, 3, steps=1, gap=gap))
     first_only = [reference(model, index, q, 5, 3, steps=1) for q in QUERIES]
     every_step = [reference(model, index, q, 5, 3) for q in QUERIES]
     assert [as_tuples(h) for h in got] not in (first_only, every_step)
     # a gap of 0 in the settings turns the model's off: fusion in the first steps only
-    off = SearchSettings(lexical_depth=3, lexical_steps=1, lexical_gap=0)
-    for hits, want in zip(MultiStepSearcher(model, index, off).search(QUERIES, k=5), first_only):
+    off = rules(model, lexical_depth=3, lexical_steps=1, lexical_gap=0)
+    for hits, want in zip(
+        MultiStepSearcher(model, index, policy=off).search(QUERIES, k=5), first_only
+    ):
         assert_same(as_tuples(hits), want)
 
 
 def test_bad_gaps_name_the_problem() -> None:
     for bad in (-0.1, "0.1", True, float("nan")):
         with pytest.raises(QRAGError, match="lexical_gap"):
-            SearchSettings(lexical_gap=bad)  # type: ignore[arg-type]
+            SearchPolicy(lexical_gap=bad)  # type: ignore[arg-type]
+        with pytest.raises(QRAGError, match="lexical_gap"):
+            SearchPolicy.of(QRAGConfig(), lexical_gap=bad)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="lexical_gap"):
         QRAGConfig(lexical_gap=-1.0)
 
@@ -173,7 +180,7 @@ def test_bad_gaps_name_the_problem() -> None:
 def test_bad_steps_name_the_problem() -> None:
     for bad in (0, -1, 1.5, True):
         with pytest.raises(QRAGError, match="lexical_steps"):
-            SearchSettings(lexical_steps=bad)  # type: ignore[arg-type]
+            SearchPolicy(lexical_steps=bad)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="lexical_steps"):
         QRAGConfig(lexical_steps=0)
 
@@ -181,7 +188,7 @@ def test_bad_steps_name_the_problem() -> None:
 def test_bad_depth_names_the_problem() -> None:
     for bad in (-1, 2.5, True, "3"):
         with pytest.raises(QRAGError, match="lexical_depth"):
-            SearchSettings(lexical_depth=bad)  # type: ignore[arg-type]
+            SearchPolicy(lexical_depth=bad)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="lexical_depth"):
         QRAGConfig(lexical_depth=0)
 
@@ -196,10 +203,12 @@ def test_the_models_own_depth_applies_unless_the_settings_say_otherwise(
     own = MultiStepSearcher(model, index).search(QUERIES, k=4)
     for query, hits in zip(QUERIES, own):
         assert_same(as_tuples(hits), reference(model, index, query, 4, 3))
-    deeper = MultiStepSearcher(model, index, SearchSettings(lexical_depth=50)).search(QUERIES, k=4)
+    deeper = MultiStepSearcher(model, index, policy=rules(model, lexical_depth=50)).search(
+        QUERIES, k=4
+    )
     for query, hits in zip(QUERIES, deeper):
         assert_same(as_tuples(hits), reference(model, index, query, 4, 50))
-    off = MultiStepSearcher(model, index, SearchSettings(lexical_depth=0)).search(QUERIES, k=4)
+    off = MultiStepSearcher(model, index, policy=rules(model, lexical_depth=0)).search(QUERIES, k=4)
     for query, hits in zip(QUERIES, off):
         assert_same(as_tuples(hits), brute_force(model, index, query, 4))
 
@@ -267,11 +276,12 @@ def test_a_batch_scans_its_fused_steps_once_with_the_same_picks(
 
     model = make_model(mode)
     index = word_index()
-    settings = SearchSettings(lexical_depth=3, block_size=block)
+    settings = SearchSettings(block_size=block)
     calls = []
     shared = ExactScan.top_shared
     monkeypatch.setattr(ExactScan, "top_shared", lambda *a: calls.append(shared(*a)) or calls[-1])
-    together = MultiStepSearcher(model, index, settings).search(QUERIES, k=4)
+    fused = rules(model, lexical_depth=3)
+    together = MultiStepSearcher(model, index, settings, fused).search(QUERIES, k=4)
     for query, hits in zip(QUERIES, together):
         assert_same(as_tuples(hits), reference(model, index, query, 4, 3))
     # the first step always shares one layout; without positions every step does

@@ -10,6 +10,7 @@ from search_reference import (
     as_tuples,
     assert_same,
     brute_force,
+    rules,
     searched_chunks,
     step_q_values,
     with_config,
@@ -20,8 +21,9 @@ from qrag_integrations.core.errors import QRAGError
 from qrag_integrations.core.exact_scan import ExactScan
 from qrag_integrations.core.index import ChunkIndex
 from qrag_integrations.core.model import QRAGModel
+from qrag_integrations.core.policy import DEFAULT_MARGIN
 from qrag_integrations.core.search import MultiStepSearcher, SearchSettings
-from qrag_integrations.core.supersede import DEFAULT_MARGIN, POOL
+from qrag_integrations.core.supersede import POOL
 
 PEOPLE = ["mary", "john", "sandra", "daniel"]
 PLACES = ["kitchen", "garden", "office", "hallway", "bathroom"]
@@ -150,16 +152,16 @@ def test_off_without_a_margin_and_switched_by_the_settings(make_model) -> None:
     plain = [as_tuples(h) for h in MultiStepSearcher(base, index).search(QUERIES, k=3)]
     assert plain == [
         as_tuples(h)
-        for h in MultiStepSearcher(base, index, SearchSettings(supersede=False)).search(
+        for h in MultiStepSearcher(base, index, policy=rules(base, supersede=False)).search(
             QUERIES, k=3
         )
     ]
     for query, got in zip(QUERIES, plain):
         assert_same(got, brute_force(base, index, query, 3))
     ruled = with_rule(base, 1e6, -1.0)
-    off = MultiStepSearcher(ruled, index, SearchSettings(supersede=False)).search(QUERIES, k=3)
+    off = MultiStepSearcher(ruled, index, policy=rules(ruled, supersede=False)).search(QUERIES, k=3)
     assert [as_tuples(h) for h in off] == plain
-    on = MultiStepSearcher(base, index, SearchSettings(supersede=True)).search(QUERIES, k=3)
+    on = MultiStepSearcher(base, index, policy=rules(base, supersede=True)).search(QUERIES, k=3)
     default_rule = with_rule(base, DEFAULT_MARGIN, base.config.supersede_similarity)
     for query, got in zip(QUERIES, on):
         assert_same(as_tuples(got), reference(default_rule, index, query, 3, DEFAULT_MARGIN))
@@ -187,13 +189,13 @@ def test_the_rule_changes_picks(make_model) -> None:
 def test_explicitly_on_with_a_compact_scan(make_model) -> None:
     base = make_model("none")
     index = story_index()
-    compact = SearchSettings(scan="int8", rescore=400, supersede=True)
-    got = MultiStepSearcher(base, index, compact).search(QUERIES, k=3)
+    compact = SearchSettings(scan="int8", rescore=400)
+    got = MultiStepSearcher(base, index, compact, rules(base, supersede=True)).search(QUERIES, k=3)
     rule = with_rule(base, DEFAULT_MARGIN, base.config.supersede_similarity)
     for query, hits in zip(QUERIES, got):
         assert_same(as_tuples(hits), reference(rule, index, query, 3, DEFAULT_MARGIN))
     with pytest.raises(QRAGError, match="supersede must be True, False or None"):
-        MultiStepSearcher(base, index, SearchSettings(supersede="yes")).search(QUERIES, k=1)  # type: ignore[arg-type]
+        rules(base, supersede="yes")
 
 
 def test_applied_on_every_in_memory_path(make_model) -> None:

@@ -4,10 +4,10 @@
 from __future__ import annotations
 
 import pytest
-from search_reference import with_config
+from search_reference import rules, with_config
 
 from qrag_integrations import QRAGRetriever
-from qrag_integrations.core.search import MultiStepSearcher, SearchSettings
+from qrag_integrations.core.search import MultiStepSearcher
 
 WORDS = ["apple", "river", "garden", "kitchen", "football", "office", "milk", "castle"]
 TEXTS = [f"{WORDS[i % 8]} {WORDS[(3 * i + 1) % 8]} note {i}" for i in range(24)]
@@ -25,9 +25,9 @@ def test_lexical_steps_limits_fusion_as_the_core_search_does(make_model) -> None
         retriever = QRAGRetriever(
             model=model, texts=TEXTS, k=4, lexical_depth=3, lexical_steps=steps
         )
-        core = MultiStepSearcher(
-            model, retriever.index, SearchSettings(lexical_depth=3, lexical_steps=steps)
-        ).search(QUERIES, k=4)
+        policy = rules(model, lexical_depth=3, lexical_steps=steps)
+        assert retriever.policy == policy
+        core = MultiStepSearcher(model, retriever.index, policy=policy).search(QUERIES, k=4)
         results[steps] = [ids_of(retriever.invoke(q)) for q in QUERIES]
         assert results[steps] == [[h.chunk.id for h in hits] for hits in core]
     assert results[1] != results[None]  # fusing only the first step changes later picks
@@ -39,7 +39,7 @@ def test_lexical_gap_reaches_the_core_search(make_model) -> None:
     for gap in (None, 1e6):  # None: the model's (none); 1e6: every later step is unsure
         settings = {"lexical_depth": 3, "lexical_steps": 1, "lexical_gap": gap}
         retriever = QRAGRetriever(model=model, texts=TEXTS, k=4, **settings)
-        core = MultiStepSearcher(model, retriever.index, SearchSettings(**settings))
+        core = MultiStepSearcher(model, retriever.index, policy=rules(model, **settings))
         results[gap] = [ids_of(retriever.invoke(q)) for q in QUERIES]
         assert results[gap] == [[h.chunk.id for h in hits] for hits in core.search(QUERIES, k=4)]
     assert results[None] != results[1e6]
@@ -59,7 +59,7 @@ def test_supersede_reaches_the_core_search(make_model) -> None:
     for flag in (None, False):
         retriever = QRAGRetriever(model=model, k=3, supersede=flag)
         retriever.add_texts(TEXTS, doc_id="one")  # restatements supersede within a document
-        core = MultiStepSearcher(model, retriever.index, SearchSettings(supersede=flag))
+        core = MultiStepSearcher(model, retriever.index, policy=rules(model, supersede=flag))
         results[flag] = [ids_of(retriever.invoke(q)) for q in QUERIES]
         assert results[flag] == [[h.chunk.id for h in hits] for hits in core.search(QUERIES, k=3)]
     assert results[None] != results[False]  # the model's rule is on unless switched off

@@ -13,12 +13,13 @@ from search_reference import (
     assert_same,
     brute_force,
     random_index,
+    rules,
     with_config,
 )
 
 from qrag_integrations.core.errors import IndexMismatchError, QRAGError
 from qrag_integrations.core.index import ChunkIndex
-from qrag_integrations.core.search import MultiStepSearcher, SearchSettings
+from qrag_integrations.core.search import MultiStepSearcher
 from qrag_integrations.stores.rows import SortedKeys
 from qrag_integrations.stores.search import StoreCandidates, StoreSearcher
 
@@ -111,11 +112,11 @@ def test_the_rules_change_store_picks_and_settings_switch_them_off(make_model) -
     settings turn them off over a store as in memory."""
     base = make_model("relative")
     index, n = story_index(), len(STORY)
-    off = SearchSettings(lexical_depth=0, supersede=False)
-    for rules in RULES.values():
-        model = with_config(base, **rules)
+    off = rules(base, lexical_depth=0, supersede=False)
+    for changes in RULES.values():
+        model = with_config(base, **changes)
         ruled = StoreSearcher(model, IndexSource(index), candidates_per_step=n).search(ASKED, k=5)
-        plain = StoreSearcher(model, IndexSource(index), n, settings=off).search(ASKED, k=5)
+        plain = StoreSearcher(model, IndexSource(index), n, policy=off).search(ASKED, k=5)
         assert [as_tuples(h) for h in ruled] != [as_tuples(h) for h in plain]
         for query, hits in zip(ASKED, plain):
             assert_same(as_tuples(hits), brute_force(base, index, query, 5))

@@ -131,6 +131,7 @@ def test_search_rules_apply_to_a_store(model: QRAGModel) -> None:
                 QRAGRetriever.from_store(model=ruled, **store_of("langchain", ruled), **kwargs)
             )
             memory = filled(QRAGRetriever(model=ruled, **kwargs))
+            assert store.policy == memory.policy
             assert docs(store.invoke(QUESTION)) == docs(memory.invoke(QUESTION))
 
 

@@ -12,7 +12,8 @@ import torch
 from qrag_integrations.core.index import ChunkIndex
 from qrag_integrations.core.lexical import bm25_index, bm25_query
 from qrag_integrations.core.model import QRAGModel, eval_mode
-from qrag_integrations.core.search import MultiStepSearcher, SearchSettings
+from qrag_integrations.core.policy import SearchPolicy
+from qrag_integrations.core.search import MultiStepSearcher
 from qrag_training.data.episode import Episode
 from qrag_training.documents import episode_doc_ids
 from qrag_training.metrics import Retrieval
@@ -61,7 +62,7 @@ def greedy_retrieve(
     stop_threshold: float | None = None,
     embed_batch_size: int = 128,
     embed: ChunkEmbedder | None = None,
-    settings: SearchSettings | None = None,
+    policy: SearchPolicy | None = None,
 ) -> list[Retrieval]:
     """Greedy multi-step Q-RAG retrieval with the retriever's own search
     (:meth:`MultiStepSearcher.search_each`), ``batch_size`` episodes at a time.
@@ -77,7 +78,7 @@ def greedy_retrieve(
         embed_batch_size: chunks per forward pass when embedding.
         embed: chunk texts -> their embeddings with this model's chunk encoder, instead of
             ``model.embed_chunks`` (e.g. a benchmark's cache of pre-embedded noise sentences).
-        settings: how the search runs (e.g. ``lexical_depth``); default the retriever's.
+        policy: the search rules (e.g. BM25 fusion); default the model checkpoint's.
     """
     embed = embed or _chunk_embedder(model, embed_batch_size)
     results: list[Retrieval] = []
@@ -92,7 +93,7 @@ def greedy_retrieve(
                 ids = [str(i) for i in range(len(episode.chunks))]
                 index.add(episode.chunks, emb, ids=ids, doc_ids=episode_doc_ids(episode))
                 indexes.append(index)
-            searcher = MultiStepSearcher(model, indexes[0], settings)
+            searcher = MultiStepSearcher(model, indexes[0], policy=policy)
             hits = searcher.search_each([e.question for e in batch], indexes, steps, stop_threshold)
             results += [
                 Retrieval([int(h.chunk.id) for h in row], [h.q_value for h in row]) for row in hits
