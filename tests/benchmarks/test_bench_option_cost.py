@@ -15,7 +15,10 @@ def test_a_model_option_changes_a_copy_and_a_search_option_the_policy(make_model
     on = searcher_with(model, index, {"position_mode": "document_relative", "supersede": True})
     assert on.model.config.position_mode is PositionMode.DOCUMENT_RELATIVE
     assert model.config.position_mode is PositionMode.DOCUMENT  # the original is untouched
-    assert on.model.state_encoder is model.state_encoder and on.policy.supersede_margin == DEFAULT_MARGIN
+    assert (
+        on.model.state_encoder is model.state_encoder
+        and on.policy.supersede_margin == DEFAULT_MARGIN
+    )
 
 
 def test_position_mode_cost_is_measured_per_question_in_batches(make_model) -> None:
