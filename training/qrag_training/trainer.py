@@ -353,7 +353,7 @@ class Trainer:
 
     def _save_last(self) -> None:
         """Rank 0 writes ``out_dir/last`` with the training state while the others wait."""
-        self.dist.barrier()  # the others wait here while rank 0 evaluates and writes
+        self.dist.barrier()
         if self.dist.is_main:
             self.save(LAST_DIR, with_state=True)
         self.dist.barrier()
