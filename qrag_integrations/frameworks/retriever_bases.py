@@ -12,7 +12,8 @@ from __future__ import annotations
 import asyncio
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
@@ -28,6 +29,7 @@ from qrag_integrations.core.errors import QRAGError
 from qrag_integrations.core.options import check_options
 from qrag_integrations.core.search import Hit
 from qrag_integrations.core.validation import check_query
+from qrag_integrations.frameworks.coalescing import SearchCoalescer
 from qrag_integrations.frameworks.conversion import hit_to_langchain, hit_to_llama_index
 
 #: ``invoke`` keyword naming the prefetched results of the ``batch`` call it belongs to.
@@ -48,10 +50,19 @@ _RETRIEVE_OPTIONS: ContextVar[Mapping[str, Any] | None] = ContextVar(
 class SearchFace(ABC):
     """What both faces answer from."""
 
+    _coalescer: SearchCoalescer
+    """Serves concurrent one-question calls with equal options by one search."""
+
     @abstractmethod
     def search(self, queries: Sequence[str], **options: Any) -> list[list[Hit]]:
         """Hits of each question, in pick order; ``options`` are ``k``, ``filter`` and
         ``stop_threshold`` (``None``: the retriever's field)."""
+
+    def _search_one(self, query: Any, options: Mapping[str, Any]) -> list[Hit]:
+        """One question's hits (a bad question raises here, alone); calls made while a search
+        with the same options runs are answered together by the next one."""
+        check_query(query)
+        return self._coalescer.search_one(self.search, query, options)
 
 
 def _options(kwargs: Mapping[str, Any], where: str) -> dict[str, Any]:
@@ -69,15 +80,15 @@ class LangChainFace(LCBaseRetriever, SearchFace):
 
     _prefetched: dict[str, dict[str, list[Hit]]] = PrivateAttr(default_factory=dict)
     """Per running ``batch`` call (keyed by a token passed to ``invoke``): hits by question."""
+    _coalescer: SearchCoalescer = PrivateAttr(default_factory=SearchCoalescer)
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[LCDocument]:
         options = _options(kwargs, f"{type(self).__name__}.invoke")
-        prefetched = self._prefetched.get(kwargs.get(_BATCH_KEY), {})
-        hits = prefetched.get(query) if isinstance(query, str) else None
+        hits = self._batch_hits(query, kwargs)
         if hits is None:
-            hits = self.search([query], **options)[0]
+            hits = self._search_one(query, options)
         return [hit_to_langchain(h) for h in hits]
 
     async def _aget_relevant_documents(
@@ -85,10 +96,16 @@ class LangChainFace(LCBaseRetriever, SearchFace):
     ) -> list[LCDocument]:
         # The search is CPU/GPU work in torch (which releases the GIL): run it in a worker
         # thread so the event loop keeps serving other tasks.
-        hits = await asyncio.to_thread(
-            self.search, [query], **_options(kwargs, f"{type(self).__name__}.ainvoke")
-        )
-        return [hit_to_langchain(h) for h in hits[0]]
+        options = _options(kwargs, f"{type(self).__name__}.ainvoke")
+        hits = self._batch_hits(query, kwargs)
+        if hits is None:
+            hits = await asyncio.to_thread(self._search_one, query, options)
+        return [hit_to_langchain(h) for h in hits]
+
+    def _batch_hits(self, query: Any, kwargs: Mapping[str, Any]) -> list[Hit] | None:
+        """The hits a running batch call found for ``query`` (``None``: search it now)."""
+        prefetched = self._prefetched.get(kwargs.get(_BATCH_KEY), {})
+        return prefetched.get(query) if isinstance(query, str) else None
 
     def batch(
         self,
@@ -105,15 +122,73 @@ class LangChainFace(LCBaseRetriever, SearchFace):
         usual), each answered from that pass. A bad question raises (or, with
         ``return_exceptions=True``, yields its exception) without stopping the others.
         """
-        options = _options(kwargs, f"{type(self).__name__}.batch")
-        token = uuid.uuid4().hex
-        self._prefetched[token] = self._prefetch(inputs, options)
-        try:
-            return super().batch(
-                inputs, config, return_exceptions=return_exceptions, **kwargs, **{_BATCH_KEY: token}
+        with self._prefetching(inputs, kwargs, "batch") as passed:
+            return super().batch(inputs, config, return_exceptions=return_exceptions, **passed)
+
+    def batch_as_completed(  # type: ignore[override]
+        self,
+        inputs: Sequence[str],
+        config: Any = None,
+        *,
+        return_exceptions: bool = False,
+        **kwargs: Any,
+    ) -> Iterator[tuple[int, Any]]:
+        """:meth:`batch`'s one search pass, results yielded as ``(index, documents)``."""
+        with self._prefetching(inputs, kwargs, "batch_as_completed") as passed:
+            yield from super().batch_as_completed(
+                inputs, config, return_exceptions=return_exceptions, **passed
             )
+
+    async def abatch(
+        self,
+        inputs: list[str],
+        config: Any = None,
+        *,
+        return_exceptions: bool = False,
+        **kwargs: Any,
+    ) -> list[Any]:
+        """Async :meth:`batch`, run in a worker thread."""
+        _options(kwargs, f"{type(self).__name__}.abatch")
+        return await asyncio.to_thread(
+            self.batch, inputs, config, return_exceptions=return_exceptions, **kwargs
+        )
+
+    async def abatch_as_completed(  # type: ignore[override]
+        self,
+        inputs: Sequence[str],
+        config: Any = None,
+        *,
+        return_exceptions: bool = False,
+        **kwargs: Any,
+    ) -> AsyncIterator[tuple[int, Any]]:
+        """Async :meth:`batch_as_completed`: the search pass in a worker thread."""
+        token = await asyncio.to_thread(self._begin_batch, inputs, kwargs, "abatch_as_completed")
+        try:
+            async for item in super().abatch_as_completed(
+                inputs, config, return_exceptions=return_exceptions, **kwargs, **{_BATCH_KEY: token}
+            ):
+                yield item
         finally:
             self._prefetched.pop(token, None)
+
+    @contextmanager
+    def _prefetching(
+        self, inputs: Sequence[Any], kwargs: dict[str, Any], method: str
+    ) -> Iterator[dict[str, Any]]:
+        """The keywords that let each ``invoke`` of a batch call read its hits from one search
+        pass of every valid question (kept until the call returns)."""
+        token = self._begin_batch(inputs, kwargs, method)
+        try:
+            yield {**kwargs, _BATCH_KEY: token}
+        finally:
+            self._prefetched.pop(token, None)
+
+    def _begin_batch(self, inputs: Sequence[Any], kwargs: Mapping[str, Any], method: str) -> str:
+        """Search every valid question of a batch call in one pass; the token its invokes pass."""
+        options = _options(kwargs, f"{type(self).__name__}.{method}")
+        token = uuid.uuid4().hex
+        self._prefetched[token] = self._prefetch(inputs, options)
+        return token
 
     def _prefetch(self, inputs: Sequence[Any], options: dict[str, Any]) -> dict[str, list[Hit]]:
         """Hits of every valid question of a batch, from one search pass (empty if it fails:
@@ -132,20 +207,6 @@ class LangChainFace(LCBaseRetriever, SearchFace):
         except Exception:  # noqa: BLE001 - reported by each question's own invoke
             return {}
         return dict(zip(good, hits))
-
-    async def abatch(
-        self,
-        inputs: list[str],
-        config: Any = None,
-        *,
-        return_exceptions: bool = False,
-        **kwargs: Any,
-    ) -> list[Any]:
-        """Async :meth:`batch`, run in a worker thread."""
-        _options(kwargs, f"{type(self).__name__}.abatch")
-        return await asyncio.to_thread(
-            self.batch, inputs, config, return_exceptions=return_exceptions, **kwargs
-        )
 
 
 class LlamaIndexFace(LIBaseRetriever, SearchFace):
@@ -181,11 +242,10 @@ class LlamaIndexFace(LIBaseRetriever, SearchFace):
             _RETRIEVE_OPTIONS.reset(token)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        hits = self.search([query_bundle.query_str], **(_RETRIEVE_OPTIONS.get() or {}))
-        return [hit_to_llama_index(h) for h in hits[0]]
+        hits = self._search_one(query_bundle.query_str, _RETRIEVE_OPTIONS.get() or {})
+        return [hit_to_llama_index(h) for h in hits]
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        hits = await asyncio.to_thread(
-            self.search, [query_bundle.query_str], **(_RETRIEVE_OPTIONS.get() or {})
-        )
-        return [hit_to_llama_index(h) for h in hits[0]]
+        options = _RETRIEVE_OPTIONS.get() or {}
+        hits = await asyncio.to_thread(self._search_one, query_bundle.query_str, options)
+        return [hit_to_llama_index(h) for h in hits]
