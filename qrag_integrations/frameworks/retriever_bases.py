@@ -29,7 +29,6 @@ from qrag_integrations.core.errors import QRAGError
 from qrag_integrations.core.options import check_options
 from qrag_integrations.core.search import Hit
 from qrag_integrations.core.validation import check_query
-from qrag_integrations.frameworks.coalescing import SearchCoalescer
 from qrag_integrations.frameworks.conversion import hit_to_langchain, hit_to_llama_index
 
 #: ``invoke`` keyword naming the prefetched results of the ``batch`` call it belongs to.
@@ -50,19 +49,16 @@ _RETRIEVE_OPTIONS: ContextVar[Mapping[str, Any] | None] = ContextVar(
 class SearchFace(ABC):
     """What both faces answer from."""
 
-    _coalescer: SearchCoalescer
-    """Serves concurrent one-question calls with equal options by one search."""
-
     @abstractmethod
     def search(self, queries: Sequence[str], **options: Any) -> list[list[Hit]]:
         """Hits of each question, in pick order; ``options`` are ``k``, ``filter`` and
         ``stop_threshold`` (``None``: the retriever's field)."""
 
     def _search_one(self, query: Any, options: Mapping[str, Any]) -> list[Hit]:
-        """One question's hits (a bad question raises here, alone); calls made while a search
-        with the same options runs are answered together by the next one."""
-        check_query(query)
-        return self._coalescer.search_one(self.search, query, options)
+        """One question's hits. Concurrent calls (a chain's ``batch``, ``asyncio.gather``) search
+        side by side: on a 2-core CPU that measured faster than serving them by one search
+        (docs/retriever.md, Batches)."""
+        return self.search([query], **options)[0]
 
 
 def _options(kwargs: Mapping[str, Any], where: str) -> dict[str, Any]:
@@ -80,7 +76,6 @@ class LangChainFace(LCBaseRetriever, SearchFace):
 
     _prefetched: dict[str, dict[str, list[Hit]]] = PrivateAttr(default_factory=dict)
     """Per running ``batch`` call (keyed by a token passed to ``invoke``): hits by question."""
-    _coalescer: SearchCoalescer = PrivateAttr(default_factory=SearchCoalescer)
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any

@@ -1,15 +1,14 @@
 """Every batch way of calling the retriever returns exactly what one ``invoke`` per question
-returns, from one multi-question search where the options agree: ``batch``, ``abatch``,
-``batch_as_completed``, ``abatch_as_completed``, a chain's ``batch`` (the retriever inside a
-``RunnableParallel``) and concurrent ``invoke`` / ``ainvoke`` / ``retrieve`` calls; in memory
-with the default model's search rules (BM25 fusion, restatements, document positions) and over
-a LangChain vector store. Tiny random BERT."""
+returns: ``batch``, ``abatch``, ``batch_as_completed`` and ``abatch_as_completed`` from one
+multi-question search, a chain's ``batch`` (the retriever inside a ``RunnableParallel``) and
+concurrent ``invoke`` / ``ainvoke`` / ``retrieve`` calls from one search each; in memory with the
+default model's search rules (BM25 fusion, restatements, document positions) and over a LangChain
+vector store. Tiny random BERT."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -155,59 +154,34 @@ def test_every_batch_call_is_one_search(retriever, spy):
 
 
 # -- concurrent one-question calls: a chain's batch, gather, threads ---------------------------
-class HeldSearch(SearchSpy):
-    """A spy whose first search waits until ``others`` more calls are queued behind it."""
-
-    def __init__(self, retriever: QRAGRetriever, monkeypatch: pytest.MonkeyPatch, others: int):
-        super().__init__(retriever, monkeypatch)
-        coalescer, recorded = retriever._coalescer, retriever.corpus.search
-
-        def search(queries: list[str], *args: Any) -> Any:
-            if not self.calls:
-                deadline = time.monotonic() + WAIT
-                while len(coalescer._waiting) < others and time.monotonic() < deadline:
-                    time.sleep(0.005)
-            return recorded(queries, *args)
-
-        monkeypatch.setattr(retriever.corpus, "search", search)
-
-
-def test_a_chain_batch_is_served_by_few_searches(retriever, monkeypatch):
+def test_a_chain_batch_returns_what_invoke_returns(retriever, spy):
     """``{"context": retriever, "question": passthrough}.batch``: LangChain invokes the retriever
-    once per question from its thread pool; the calls that queue behind a running search run
-    together in the next one, each with its own result."""
+    once per question from its thread pool, each a search of its own, side by side."""
     questions = QUESTIONS[:6]
     expected = [summary(retriever.invoke(q)) for q in questions]
+    spy.calls.clear()
     chain = RunnableParallel(context=retriever, question=RunnablePassthrough())
-    held = HeldSearch(retriever, monkeypatch, others=len(questions) - 1)
     out = chain.batch(questions, config={"max_concurrency": len(questions)})
     assert [summary(o["context"]) for o in out] == expected
     assert [o["question"] for o in out] == questions
-    assert held.calls[0] in [[q] for q in questions] and sorted(held.calls[1]) == sorted(
-        set(questions) - set(held.calls[0])
-    )
-    assert len(held.calls) == 2
+    assert sorted(spy.calls) == sorted([q] for q in questions)
 
 
-def test_concurrent_calls_of_every_kind_get_their_own_results(retriever, monkeypatch):
-    questions = QUESTIONS[:5]  # asyncio's default executor runs 5 threads or more
+def test_concurrent_calls_of_every_kind_get_their_own_results(retriever):
+    questions = QUESTIONS[:5]
     expected = {q: summary(retriever.invoke(q)) for q in questions}
-    held = HeldSearch(retriever, monkeypatch, others=len(questions) - 1)
 
     async def gathered() -> list[Any]:
         return await asyncio.gather(*(retriever.ainvoke(q) for q in questions))
 
-    out = asyncio.run(gathered())
-    assert [summary(o) for o in out] == [expected[q] for q in questions]
-    assert len(held.calls) == 2
-    # threads with two sets of options: each call its own results
-    calls = [(q, k) for k in (1, 3) for q in questions]
+    assert [summary(o) for o in asyncio.run(gathered())] == [expected[q] for q in questions]
+    # threads with two sets of options, LangChain and LlamaIndex calls: each its own results
     results: dict[tuple[str, int], Any] = {}
 
     def one(q: str, k: int) -> None:
         results[q, k] = retriever.invoke(q, k=k) if k == 3 else retriever.retrieve(q, k=k)
 
-    threads = [threading.Thread(target=one, args=c) for c in calls]
+    threads = [threading.Thread(target=one, args=(q, k)) for k in (1, 3) for q in questions]
     for t in threads:
         t.start()
     for t in threads:
