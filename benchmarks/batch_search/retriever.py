@@ -14,8 +14,9 @@ LangChain chain holding the retriever inside a ``RunnableParallel`` (``{"context
 from its thread pool). Printed: each one's median wall seconds and the ratio sequential / batch
 (median of the rounds' ratios: a round's timings run back to back, so a busy machine slows both
 sides alike), the same from the process's CPU seconds (all its threads; less sensitive to other
-processes on the machine), the state encoder's share of each one's wall time, and whether each
-returned the sequential results (ids, and Q-values within 1e-4). ``--store`` also times them over an embedded Qdrant collection holding the same
+processes on the machine), the state encoder's share of each one's wall time (summed over
+threads: above 1 where a chain's calls overlap), and whether each returned the sequential
+results (ids, and Q-values within 1e-4). ``--store`` also times them over an embedded Qdrant collection holding the same
 vectors (``from_store``; the model's rules do not run there).
 
     python -m benchmarks.batch_search.retriever --threads 2,1 --store --out benchmarks/batch_search/results/retriever_batch_squad.json
