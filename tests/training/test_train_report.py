@@ -153,6 +153,7 @@ def test_a_training_run_ends_with_the_report_in_its_card(tmp_path: Path, tiny_be
 def preset_overrides(tmp_path: Path, tiny_bert_dir: Path, corpus: Path) -> list[str]:
     return [
         "preset=custom_cpu",
+        "init_from=null",  # the tiny BERT itself, not the default model
         "model=tiny",
         f"model.base_model={tiny_bert_dir}",
         f"out_dir={tmp_path / 'run'}",

@@ -73,7 +73,7 @@ from qrag_training.baselines import (
 )
 from qrag_training.data.episode import Episode
 from qrag_training.metrics import Retrieval, fact_metrics, summarize
-from qrag_training.report import checkpoint_report
+from qrag_training.report import RECORDED, checkpoint_report
 
 #: Bad input at the trainer's command lines: a config that does not compose, and what any command
 #: of the package refuses (:data:`qrag_integrations.cli_errors.INPUT_ERRORS`).
@@ -143,8 +143,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--compare-baselines",
         action="store_true",
-        help="with a checkpoint: also run its base encoder multi-step, dense top-k and BM25 on the "
-        "same episodes; print the paired table and a verdict (report.json / report.md in --out)",
+        help="with a checkpoint: also run its starting model, its base encoder multi-step, dense "
+        "top-k and BM25 on the same episodes; print the paired table and a verdict (report.json / "
+        "report.md in --out)",
+    )
+    p.add_argument(
+        "--start",
+        help="with --compare-baselines: the starting model the checkpoint must beat (a folder or "
+        "packaged name; none: no starting model); default: the init_from its run recorded",
     )
     p.add_argument("--device", default="cpu", help="torch device (cpu, cuda, ...)")
     add_backend_arguments(p)  # of the checkpoint's, base's or dense's encoders
@@ -236,6 +242,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         raise ValueError("--baseline none retrieves nothing: it needs --reader")
     if args.compare_baselines and args.baseline:
         raise ValueError("--compare-baselines judges a checkpoint: give one instead of --baseline")
+    if args.start is not None and not args.compare_baselines:
+        raise ValueError("--start names the model --compare-baselines compares with: add that")
     overrides = list(args.overrides)
     env = args.env
     if args.jsonl:
@@ -297,8 +305,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             }
         )
     if args.compare_baselines:
+        start = RECORDED if args.start is None else (None if args.start == "none" else args.start)
         report = checkpoint_report(
-            args.checkpoint, cfg, episodes, steps, args.batch_size, args.device
+            args.checkpoint, cfg, episodes, steps, args.batch_size, args.device, start
         )
         summary["baseline_report"] = report.to_dict()
         print(report.markdown(), file=sys.stderr)

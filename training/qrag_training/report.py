@@ -1,16 +1,19 @@
 """Should this checkpoint ship? A trained model against the baselines on the same held-out questions.
 
-Four retrievers answer every question with ``k`` picks: the trained model (multi-step), its base
-encoder used multi-step (untrained), single-step dense top-k with the base encoder, and BM25
-(:mod:`qrag_training.baselines`). Per question: ``hit@1`` (the first pick is a supporting chunk),
-``hit@k`` (one of the ``k`` picks is) and ``fact_em`` (all supporting chunks are among the ``k``
-picks). The trained model is compared with each baseline paired on the same questions
-(:func:`qrag_training.paired.paired_bootstrap`, 95% interval).
+The retrievers answer every question with ``k`` picks: the trained model (multi-step), the
+checkpoint its run started from (``init_from``, searched with its own settings) when there is
+one, its base encoder used multi-step (untrained), single-step dense top-k with the base encoder,
+and BM25 (:mod:`qrag_training.baselines`). Per question: ``hit@1`` (the first pick is a
+supporting chunk), ``hit@k`` (one of the ``k`` picks is) and ``fact_em`` (all supporting chunks
+are among the ``k`` picks). The trained model is compared with each of them paired on the same
+questions (:func:`qrag_training.paired.paired_bootstrap`, 95% interval).
 
 The verdict: **better** when the trained model beats dense top-k beyond the interval on ``hit@1``
-or ``hit@k`` and is worse than neither dense top-k nor the base encoder on any metric beyond the
-interval; otherwise **not better: do not ship this checkpoint**, naming the comparison that
-failed. BM25 is reported, not part of the verdict (a lexical retriever a user may combine with).
+or ``hit@k``, beats its starting model (if any) beyond the interval on some metric, and is worse
+than neither of those nor the base encoder on any metric beyond the interval; otherwise **not
+better: do not ship this checkpoint**, naming the comparison that failed. A fine-tune that is
+no better than the model it started from is not worth shipping in its place. BM25 is reported,
+not part of the verdict (a lexical retriever a user may combine with).
 """
 
 from __future__ import annotations
@@ -37,11 +40,19 @@ from qrag_training.run_folder import BEST_DIR, REPORT_JSON, REPORT_MD
 
 logger = logging.getLogger(__name__)
 
-TRAINED, BASE, DENSE, BM25 = "trained", "base multi-step", "dense top-k", "bm25"
-METHODS = (TRAINED, BASE, DENSE, BM25)
+TRAINED, START, BASE, DENSE, BM25 = (
+    "trained",
+    "starting model",
+    "base multi-step",
+    "dense top-k",
+    "bm25",
+)
+METHODS = (TRAINED, START, BASE, DENSE, BM25)
 #: Baselines the verdict requires the trained model not to lose to.
-MUST_NOT_LOSE_TO = (DENSE, BASE)
+MUST_NOT_LOSE_TO = (START, DENSE, BASE)
 SHIP, DO_NOT_SHIP = "better", "not better: do not ship this checkpoint"
+#: ``checkpoint_report(start=...)``: the start the checkpoint's own record names (``init_from``).
+RECORDED = "recorded"
 
 
 def per_question(episodes: Sequence[Episode], found: Sequence[Retrieval], k: int) -> dict:
@@ -126,7 +137,7 @@ def decide(
         if b != TRAINED
     }
     losses = [
-        f"{name} vs {b} {d.diff:+.3f} [{d.low:+.3f}, {d.high:+.3f}]"
+        f"{name} vs {b} {_interval(d)}"
         for b in MUST_NOT_LOSE_TO
         if b in versus
         for name, d in versus[b].items()
@@ -137,22 +148,43 @@ def decide(
         for name, d in versus[DENSE].items()
         if name != "fact_em" and d.verdict == "better"
     ]
+    start_wins = [(name, d) for name, d in versus.get(START, {}).items() if d.verdict == "better"]
+    missing = []
+    if START in versus and not start_wins:
+        missing.append("its starting model on any metric")
+    if not wins:
+        missing.append(f"dense top-k at hit@1 or hit@{k}")
     if losses:
         verdict, reason = DO_NOT_SHIP, "It is worse beyond the interval: " + "; ".join(losses) + "."
-    elif not wins:
+    elif missing:
         verdict = DO_NOT_SHIP
         reason = (
-            f"It does not beat dense top-k beyond the interval at hit@1 or hit@{k} on {n} "
-            "held-out questions."
+            f"It does not beat {' nor '.join(missing)} beyond the interval on {n} held-out "
+            "questions."
         )
     else:
         verdict = SHIP
+        better = [("dense top-k", wins)]
+        if start_wins:
+            better.append(("its starting model", start_wins))
         reason = (
-            "Better than dense top-k by "
-            + ", ".join(f"{d.diff:+.3f} {name} [{d.low:+.3f}, {d.high:+.3f}]" for name, d in wins)
+            "Better than "
+            + "; than ".join(
+                f"{who} by " + ", ".join(_gain(name, d) for name, d in ds) for who, ds in better
+            )
             + f" on {n} held-out questions, and worse than no baseline."
         )
     return BaselineReport(n, k, means, versus, verdict, reason, list(notes))
+
+
+def _interval(d: PairedDifference) -> str:
+    """``+0.030 [+0.010, +0.050]``: a difference with its interval."""
+    return f"{d.diff:+.3f} [{d.low:+.3f}, {d.high:+.3f}]"
+
+
+def _gain(metric: str, d: PairedDifference) -> str:
+    """``+0.030 hit@1 [+0.010, +0.050]``."""
+    return f"{d.diff:+.3f} {metric} [{d.low:+.3f}, {d.high:+.3f}]"
 
 
 def compare_with_baselines(
@@ -162,8 +194,9 @@ def compare_with_baselines(
     k: int,
     batch_size: int = 16,
     notes: Sequence[str] = (),
+    start: QRAGModel | None = None,
 ) -> BaselineReport:
-    """Run the four retrievers on ``episodes`` (those with supporting chunks) and decide.
+    """Run the retrievers on ``episodes`` (those with supporting chunks) and decide.
 
     Args:
         trained: the checkpoint to judge.
@@ -172,6 +205,7 @@ def compare_with_baselines(
         k: picks per question.
         batch_size: episodes retrieved together by the multi-step methods.
         notes: lines added under the verdict (e.g. which split the questions come from).
+        start: the checkpoint the trained model's run started from, which it must beat.
 
     Raises:
         ValueError: no episode has supporting chunks.
@@ -181,14 +215,27 @@ def compare_with_baselines(
         raise ValueError("a comparison with the baselines needs episodes with supporting chunks")
     trained_chunks = distinct_text_embedder(trained)
     base_chunks = distinct_text_embedder(base)  # shared by the base multi-step and dense top-k
-    found = {
-        TRAINED: greedy_retrieve(trained, labeled, k, batch_size, embed=trained_chunks),
-        BASE: greedy_retrieve(base, labeled, k, batch_size, embed=base_chunks),
-        DENSE: dense_retrieve(base, labeled, k, embed=base_chunks),
-        BM25: bm25_retrieve(labeled, k),
-    }
+    found = {TRAINED: greedy_retrieve(trained, labeled, k, batch_size, embed=trained_chunks)}
+    if start is not None:
+        embed = distinct_text_embedder(start)
+        found[START] = greedy_retrieve(start, labeled, k, batch_size, embed=embed)
+    found.update(
+        {
+            BASE: greedy_retrieve(base, labeled, k, batch_size, embed=base_chunks),
+            DENSE: dense_retrieve(base, labeled, k, embed=base_chunks),
+            BM25: bm25_retrieve(labeled, k),
+        }
+    )
     scores = {m: per_question(labeled, r, k) for m, r in found.items()}
     return decide(scores, k, notes)
+
+
+def recorded_start(model: QRAGModel) -> str | None:
+    """The checkpoint ``model``'s training run started from (``init_from`` in the run's record in
+    its config), if the record names one."""
+    train_config = model.config.extra.get("train_config")
+    start = train_config.get("init_from") if isinstance(train_config, dict) else None
+    return str(start) if start else None
 
 
 def checkpoint_report(
@@ -198,10 +245,18 @@ def checkpoint_report(
     k: int,
     batch_size: int = 16,
     device: str = "cpu",
+    start: str | None = RECORDED,
 ) -> BaselineReport:
     """:func:`compare_with_baselines` for a checkpoint folder (its base encoder with the same
     settings is the untrained model), noting where the questions of the composed ``cfg`` come
-    from (``qrag-eval --compare-baselines``, the end of a training run)."""
+    from (``qrag-eval --compare-baselines``, the end of a training run).
+
+    Args:
+        start: the starting model to beat: a checkpoint (folder or packaged name), ``None`` for
+            none, or :data:`RECORDED`, the one the checkpoint's own record names (a recorded start
+            that no longer loads is noted and left out; a named one that fails is an error).
+    """
+    from qrag_integrations.core.errors import QRAGError
     from qrag_integrations.core.loading import load_model
 
     model = load_model(checkpoint, device=device).eval()
@@ -210,8 +265,25 @@ def checkpoint_report(
     where = f"{cfg.env.name}, held-out side" + (f" (hash split {split!r})" if split else "")
     if str(cfg.env.name) == "custom":
         where += f", lines grouped by {cfg.env.get('group_by', 'line')!r}"
+    notes = [f"questions: {where}"]
+    name = recorded_start(model) if start == RECORDED else start
+    start_model = None
+    if name:
+        try:
+            start_model = load_model(name, device=device).eval()
+        except (QRAGError, OSError, ValueError) as err:
+            if start != RECORDED:
+                raise
+            notes.append(f"its starting model {name} did not load ({err}): not compared")
+    if start_model is not None:
+        notes.append(f"starting model: {name}, searched with its own settings")
+        if model.config.extra.get("step") == 0:
+            notes.append(
+                "the checkpoint is the starting model itself (update 0): no later evaluation "
+                "during the run beat it on the questions that choose checkpoints"
+            )
     return compare_with_baselines(
-        model, base, episodes, k, batch_size, notes=[f"questions: {where}"]
+        model, base, episodes, k, batch_size, notes=notes, start=start_model
     )
 
 

@@ -119,6 +119,10 @@ class RunConfig:
     """Start the weights from this checkpoint (a folder or a packaged name such as
     ``packaged:qrag-general-minilm``) instead of the base encoder; its search settings (token
     budgets, question anchoring, BM25 fusion) give way to this run's."""
+    keep_init_settings: bool = False
+    """With ``init_from``: train and save the checkpoint's own model and search settings
+    (positions, question anchoring, token budgets, BM25 fusion, superseding) instead of the run's
+    ``model`` / ``env`` fields, which then go unused (:mod:`qrag_training.run_model`)."""
     dist_backend: str | None = None
     """``torch.distributed`` backend of a multi-process run (``WORLD_SIZE > 1``, e.g. under
     ``torchrun``): ``gloo``, ``nccl`` or ``mpi``; ``None``: ``nccl`` on CUDA, ``gloo`` on CPU."""

@@ -150,7 +150,9 @@ class Trainer:
         start_from = str(last) if self.resuming else run.init_from
         if start_from:
             logger.info("%s from %s", "resuming" if self.resuming else "starting", start_from)
-        model = build_run_model(model_config_from(cfg), start_from, self.resuming, self.device)
+        model = build_run_model(
+            model_config_from(cfg), start_from, self.resuming, self.device, run.keep_init_settings
+        )
         model.config.extra = {"trainer": "qrag_training", "train_config": to_container(cfg)}
         ctx.broadcast_module(model)  # identical weights on every rank before targets are copied
         self.model = model.eval()
@@ -175,7 +177,13 @@ class Trainer:
             hop = next_hop_config_from(cfg, run)
             start = None  # a resumed run's init teacher is still the weights it started from
             if self.resuming and hop.distills_toward_start:
-                start = build_run_model(model_config_from(cfg), run.init_from, False, self.device)
+                start = build_run_model(
+                    model_config_from(cfg),
+                    run.init_from,
+                    False,
+                    self.device,
+                    run.keep_init_settings,
+                )
             self.agent = NextHopLearner(model, hop, seed=seed, dist=ctx, start=start)
         else:
             self.agent = PQNAgent(model, pqn_config_from(cfg, run), seed=seed, dist=ctx)
