@@ -25,8 +25,10 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def send(signum: int) -> None:
-    """A signal to this process; its Python handler runs before the next line."""
-    os.kill(os.getpid(), signum)
+    """A signal to this thread (the main one), whose Python handler runs before the next line.
+    Not ``os.kill(os.getpid(), ...)``: the kernel may hand a process-wide signal to any thread,
+    such as one of torch's or another library's native threads, and the handler then runs late."""
+    signal.raise_signal(signum)
 
 
 # -- the stop requests ----------------------------------------------------------------------------
