@@ -21,7 +21,7 @@ torch on CPU. The bf16 copy is a torch tensor scanned by torch's matrix product.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -38,6 +38,9 @@ SCAN_KINDS: tuple[str, ...] = (EXACT, INT8, BINARY, BF16)
 BYTES_PER_DIMENSION = {INT8: 1.0, BINARY: 0.125, BF16: 2.0}
 #: Rows of the bf16 copy per matrix product (bounds temporary memory to this many x batch floats).
 BF16_BLOCK = 65536
+#: Rows per FAISS index of an int8 / binary copy: a run of rows is scanned in the blocks it spans,
+#: so that a short run costs little (FAISS checks a range selector against every row of an index).
+COMPACT_BLOCK = 16384
 
 
 def check_scan(scan: str, rescore: int) -> None:
@@ -71,7 +74,9 @@ class CompactScanner:
         layout, so that one matrix product scores them all; otherwise they are scanned exactly)."""
         return self.kind != BF16 or (batch > 1 and one_layout)
 
-    def candidates(self, emb: torch.Tensor, states: torch.Tensor, lo: int, hi: int, want: int):
+    def candidates(
+        self, emb: torch.Tensor, states: torch.Tensor, lo: int, hi: int, want: int
+    ) -> np.ndarray:
         """Rows of ``emb[lo:hi]`` that the compact copy scores best for each state.
 
         Args:
@@ -84,22 +89,49 @@ class CompactScanner:
         Returns:
             ``(B, want)`` int64 row numbers (absolute), ``-1`` where fewer rows exist.
         """
+        return self.scored_candidates(emb, states, lo, hi, want)[1]
+
+    def scored_candidates(
+        self, emb: torch.Tensor, states: torch.Tensor, lo: int, hi: int, want: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`candidates` with the copy's scores, ``(B, want)`` each, higher is better and
+        comparable across runs (an approximate inner product; minus the Hamming distance for
+        ``"binary"``)."""
         if self.kind == BF16:
             return self._bf16_candidates(emb, states, lo, hi, want)
         import faiss
 
-        index = self._slot.get(emb, lambda: self._build(emb))
-        params = faiss.SearchParameters(sel=faiss.IDSelectorRange(lo, hi))
+        blocks = self._slot.get(emb, lambda: self._build(emb))
         queries = states.detach().float().cpu().numpy()
         if self.kind == BINARY:
             queries = np.packbits(queries > 0, axis=1)
+        found_scores, found_rows = [], []
         with faiss_threads_for(len(queries)):
-            _, rows = index.search(queries, want, params=params)
-        return rows
+            for start in range(lo - lo % COMPACT_BLOCK, hi, COMPACT_BLOCK):
+                block = blocks[start // COMPACT_BLOCK]
+                a, b = max(lo, start) - start, min(hi, start + block.ntotal) - start
+                params = None
+                if a > 0 or b < block.ntotal:
+                    params = faiss.SearchParameters(sel=faiss.IDSelectorRange(a, b))
+                scores, rows = block.search(queries, min(want, b - a), params=params)
+                found_scores.append(scores)
+                found_rows.append(np.where(rows >= 0, rows + start, -1))
+        scores = np.concatenate(found_scores, axis=1).astype(np.float32)
+        rows = np.concatenate(found_rows, axis=1)
+        if self.kind == BINARY:
+            scores = -scores
+        scores[rows < 0] = -np.inf
+        if scores.shape[1] > want:  # the best ``want`` of the blocks' candidates
+            keep = np.argsort(-scores, axis=1, kind="stable")[:, :want]
+            scores, rows = np.take_along_axis(scores, keep, 1), np.take_along_axis(rows, keep, 1)
+        out_scores = np.full((len(queries), want), -np.inf, dtype=np.float32)
+        out_rows = np.full((len(queries), want), -1, dtype=np.int64)
+        out_scores[:, : scores.shape[1]], out_rows[:, : rows.shape[1]] = scores, rows
+        return out_scores, out_rows
 
     def _bf16_candidates(
         self, emb: torch.Tensor, states: torch.Tensor, lo: int, hi: int, want: int
-    ) -> np.ndarray:
+    ) -> tuple[np.ndarray, np.ndarray]:
         copy = self._slot.get(emb, lambda: emb.detach().to(torch.bfloat16).contiguous())
         queries = states.detach().to(torch.bfloat16)
         top_q = torch.empty(states.shape[0], 0)
@@ -113,9 +145,13 @@ class CompactScanner:
             top_rows = at.gather(1, keep)
         rows = np.full((states.shape[0], want), -1, dtype=np.int64)
         rows[:, : top_rows.shape[1]] = top_rows.numpy()
-        return rows
+        scores = np.full((states.shape[0], want), -np.inf, dtype=np.float32)
+        scores[:, : top_q.shape[1]] = top_q.numpy()
+        return scores, rows
 
-    def _build(self, emb: torch.Tensor) -> Any:
+    def _build(self, emb: torch.Tensor) -> list[Any]:
+        """One FAISS index per block of :data:`COMPACT_BLOCK` rows (int8: one range per dimension
+        learnt from every row)."""
         import faiss
 
         vectors = np.ascontiguousarray(emb.detach().float().cpu().numpy())
@@ -123,33 +159,63 @@ class CompactScanner:
         if self.kind == BINARY:
             if dim % 8:
                 raise QRAGError(f"a binary scan needs a dimension divisible by 8, got {dim}")
-            index = faiss.IndexBinaryFlat(dim)
-            index.add(np.packbits(vectors > 0, axis=1))
-            return index
-        index = faiss.IndexScalarQuantizer(
-            dim, faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT
-        )
-        index.train(vectors)
-        index.add(vectors)
-        return index
+            codes = np.packbits(vectors > 0, axis=1)
+            empty: Any = faiss.IndexBinaryFlat(dim)
+        else:
+            codes = vectors
+            empty = faiss.IndexScalarQuantizer(
+                dim, faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT
+            )
+            empty.train(vectors)
+        clone = faiss.clone_binary_index if self.kind == BINARY else faiss.clone_index
+        blocks = []
+        for start in range(0, max(len(codes), 1), COMPACT_BLOCK):
+            block = clone(empty)
+            block.add(codes[start : start + COMPACT_BLOCK])
+            blocks.append(block)
+        return blocks
 
 
-def rescore_top(
+def rescore_best(
     emb: torch.Tensor,
-    vec: torch.Tensor,
-    rows: np.ndarray,
+    vecs: Sequence[torch.Tensor],
+    positions: Sequence[int],
+    found: Sequence[tuple[np.ndarray, np.ndarray]],
     taken: set[int],
-    position: int,
+    rescore: int,
     depth: int = 1,
 ) -> list[Scored]:
-    """The exact ``depth`` best ``(row, Q, position)`` among candidate ``rows`` (``-1`` = none)
-    that are not ``taken``, scored in float32 against ``vec``, best first (ties: the lowest row
-    first, as in the exact scan); empty when no candidate is left."""
-    cand = sorted({int(r) for r in rows if r >= 0 and int(r) not in taken})
-    if not cand:
+    """The exact ``depth`` best ``(row, Q, position)``, best first (ties: the lowest row first,
+    as in the exact scan), among the ``rescore`` candidates the compact copy scores best over
+    every run; empty when no candidate is left.
+
+    Args:
+        emb: ``(N, D)`` chunk embeddings (CPU).
+        vecs: the state rotated for each run.
+        positions: each run's position.
+        found: each run's ``(scores, rows)`` from :meth:`CompactScanner.scored_candidates`
+            (``-1`` = no row).
+        taken: rows already picked (never candidates).
+        rescore: candidates re-scored exactly, over all runs together.
+        depth: how many best.
+    """
+    if not found:
         return []
-    scores = emb[torch.tensor(cand, device=emb.device)].float() @ vec.to(emb.device).float()
-    return best_first(zip(cand, scores.tolist(), itertools.repeat(position)), depth)
+    run = np.concatenate([np.full(len(rows), j) for j, (_, rows) in enumerate(found)])
+    rows = np.concatenate([rows for _, rows in found])
+    scores = np.concatenate([scores for scores, _ in found])
+    ok = rows >= 0
+    if taken:
+        ok &= ~np.isin(rows, np.fromiter(taken, dtype=np.int64))
+    keep = np.flatnonzero(ok)
+    if len(keep) > rescore:
+        keep = keep[np.argpartition(-scores[keep], rescore - 1)[:rescore]]
+    best: list[Scored] = []
+    for j in np.unique(run[keep]).tolist():
+        cand = np.sort(rows[keep[run[keep] == j]])
+        q = emb[torch.from_numpy(cand).to(emb.device)].float() @ vecs[j].to(emb.device).float()
+        best.extend(zip(cand.tolist(), q.tolist(), itertools.repeat(positions[j])))
+    return best_first(best, depth)
 
 
 def top_compact(
@@ -162,9 +228,9 @@ def top_compact(
     rescore: int,
     depth: int = 1,
 ) -> list[list[Scored]]:
-    """Each question's ``depth`` best ``(row, Q, position)``, best first: the compact scan's
-    ``rescore`` best rows of every run of equal positions (besides the question's picks),
-    re-scored exactly.
+    """Each question's ``depth`` best ``(row, Q, position)``, best first: every run of equal
+    positions scanned by the compact copy, and the ``rescore`` best candidates over all runs
+    (besides the question's picks) re-scored exactly.
 
     Args:
         scanner: the compact copy of ``emb``.
@@ -173,7 +239,7 @@ def top_compact(
         picked: each question's picked rows.
         runs_of: the runs ``(lo, hi, position)`` of a question's layout, given its picks.
         rotated: ``(R, B, D)`` states rotated by ``-p`` for each of ``R`` run positions.
-        rescore: candidates per run re-scored exactly.
+        rescore: candidates re-scored exactly per question and step.
         depth: how many best per question.
 
     Returns:
@@ -186,20 +252,21 @@ def top_compact(
         lo, hi, p = shared[0][0]
         vecs = rotated(states, [p])[0]
         want = min(hi - lo, want_rows + max(len(t) for t in picked))
-        rows = scanner.candidates(emb, vecs, lo, hi, want)
+        scores, rows = scanner.scored_candidates(emb, vecs, lo, hi, want)
         return [
-            rescore_top(emb, vecs[i], rows[i], set(taken), p, depth)
+            rescore_best(emb, [vecs[i]], [p], [(scores[i], rows[i])], set(taken), want_rows, depth)
             for i, taken in enumerate(picked)
         ]
     out: list[list[Scored]] = []
     for i, (taken, runs) in enumerate(zip(picked, shared)):
-        vecs = rotated(states[i : i + 1], [p for _, _, p in runs])[:, 0]
+        positions = [p for _, _, p in runs]
+        vecs = rotated(states[i : i + 1], positions)[:, 0]
         found = []
-        for (lo, hi, p), vec in zip(runs, vecs):
+        for (lo, hi, _), vec in zip(runs, vecs):
             want = min(hi - lo, want_rows + sum(lo <= t < hi for t in taken))
-            rows = scanner.candidates(emb, vec[None], lo, hi, want)[0]
-            found.append(rescore_top(emb, vec, rows, set(taken), p, depth))
-        out.append(best_first(itertools.chain.from_iterable(found), depth))
+            scores, rows = scanner.scored_candidates(emb, vec[None], lo, hi, want)
+            found.append((scores[0], rows[0]))
+        out.append(rescore_best(emb, vecs, positions, found, set(taken), want_rows, depth))
     return out
 
 

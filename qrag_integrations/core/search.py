@@ -77,7 +77,8 @@ class SearchSettings:
     questions (:mod:`~qrag_integrations.core.compact_scan`; CPU, positions ``none``, ``document`` or
     ``relative``; filtered searches scan exactly)."""
     rescore: int = 400
-    """Compact scans: candidates per run of equal positions re-scored exactly each step."""
+    """Compact scans: candidates re-scored exactly per question and step (the copy's best over all
+    runs of equal positions)."""
 
     def __post_init__(self) -> None:
         check_scan(self.scan, self.rescore)

@@ -36,6 +36,33 @@ def test_rescoring_every_row_is_the_exact_search(make_model, kind: str, mode: st
         assert_same(as_tuples(hits), brute_force(model, index, query, 6))
 
 
+@pytest.mark.parametrize("kind", ["int8", "binary"])
+def test_blocks_of_the_copy_give_the_same_candidates(monkeypatch, kind: str) -> None:
+    """A copy split into blocks of 13 rows ranks each run as one index over every row does."""
+    g = torch.Generator().manual_seed(5)
+    emb, states = torch.randn(300, 32, generator=g), torch.randn(3, 32, generator=g)
+    whole = CompactScanner(kind).scored_candidates(emb, states, 20, 250, 40)
+    monkeypatch.setattr("qrag_integrations.core.compact_scan.COMPACT_BLOCK", 13)
+    scores, rows = CompactScanner(kind).scored_candidates(emb, states, 20, 250, 40)
+    np.testing.assert_allclose(np.sort(scores, axis=1), np.sort(whole[0], axis=1), rtol=1e-5)
+    if kind == "int8":  # no ties: the same rows
+        assert [set(r) for r in rows.tolist()] == [set(r) for r in whole[1].tolist()]
+    assert ((rows >= 20) & (rows < 250)).all()
+
+
+@pytest.mark.parametrize("kind", ["int8", "binary"])
+@pytest.mark.parametrize("mode", ["none-anchored", "relative-anchored"])
+def test_rescoring_every_row_over_blocks_is_the_exact_search(
+    monkeypatch, make_model, kind: str, mode: str
+) -> None:
+    monkeypatch.setattr("qrag_integrations.core.compact_scan.COMPACT_BLOCK", 5)
+    model = make_model(mode)
+    index = random_index()
+    searcher = MultiStepSearcher(model, index, SearchSettings(scan=kind, rescore=N))
+    for query, hits in zip(QUERIES, searcher.search(QUERIES, k=6)):
+        assert_same(as_tuples(hits), brute_force(model, index, query, 6))
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_few_candidates_give_distinct_picks_with_exact_q_values(make_model, kind: str) -> None:
     model = make_model("relative")
@@ -56,7 +83,10 @@ def test_few_candidates_give_distinct_picks_with_exact_q_values(make_model, kind
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_the_scan_finds_a_planted_row_within_its_run(kind: str) -> None:
+@pytest.mark.parametrize("block", [16384, 64, 7])
+def test_the_scan_finds_a_planted_row_within_its_run(monkeypatch, kind: str, block: int) -> None:
+    """Whatever the blocks of the FAISS copy, a run's candidates are its own rows."""
+    monkeypatch.setattr("qrag_integrations.core.compact_scan.COMPACT_BLOCK", block)
     g = torch.Generator().manual_seed(0)
     emb = torch.randn(500, 32, generator=g)
     target = torch.randn(32, generator=g)
