@@ -27,14 +27,13 @@ from pathlib import Path
 
 from qrag_training.data.hotpotqa import default_path, paragraph_text
 from qrag_training.data.splits import TRAIN, filter_split
-from qrag_training.report import BaselineReport, checkpoint_report
 
 from benchmarks.harness import results as harness
-from benchmarks.own_corpus.training import custom_questions, run_training
+from benchmarks.own_corpus.report_all import held_out_report
+from benchmarks.own_corpus.training import run_training
 from qrag_integrations.core.atomic import write_text_atomic
 
 RESULTS = Path(__file__).resolve().parent / "results"
-PICKS = 3  # the preset's env.max_steps
 #: Characters per chunk: whole HotpotQA paragraphs (the longest in the file are ~2,400).
 CHUNK_SIZE = 4000
 
@@ -74,16 +73,6 @@ def write_jsonl(path: Path, questions: int, skip: int = 0) -> int:
     return len(kept)
 
 
-def held_out_report(run_dir: Path, data: Path, threads: int) -> BaselineReport:
-    """``best/`` against the baselines on every held-out question of ``data`` (what the run's own
-    report does since it stopped capping the report at ``eval_episodes``)."""
-    cfg, episodes = custom_questions(
-        data, "eval", f"env.chunk_size={CHUNK_SIZE}", "env.splitter=sentences"
-    )
-    harness.set_threads(threads)
-    return checkpoint_report(str(run_dir / "best"), cfg, episodes, PICKS, batch_size=32)
-
-
 def main(argv: Sequence[str] | None = None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--work", type=Path, default=Path("runs/own_corpus_hotpotqa"))
@@ -107,7 +96,10 @@ def main(argv: Sequence[str] | None = None) -> dict:
     if args.report_only:
         result = json.loads(args.out.read_text())
         report = held_out_report(
-            args.work / "run", args.work / "hotpotqa_custom.jsonl", args.threads
+            args.work / "run",
+            args.work / "hotpotqa_custom.jsonl",
+            args.threads,
+            [f"env.chunk_size={CHUNK_SIZE}", "env.splitter=sentences"],
         )
         result["held_out_report"] = report.to_dict()
         result["held_out_report_command"] = harness.command_line(
