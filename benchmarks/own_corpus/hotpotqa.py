@@ -86,7 +86,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--minutes", type=float, help="time budget of the training (preset: 45)")
     p.add_argument("--set", dest="overrides", action="append", default=[])
-    p.add_argument("--out", type=Path, default=RESULTS / "hotpotqa_custom_cpu.json")
+    p.add_argument("--out", type=Path, default=RESULTS / "hotpotqa_from_default.json")
     p.add_argument(
         "--report-only",
         action="store_true",
