@@ -5,8 +5,9 @@ Every scorer gives each question of a :class:`~qrag_integrations.core.step.Step`
 
 - :class:`ExactScorer`: the exact arg-max (:class:`~qrag_integrations.core.exact_scan.ExactScan`),
   one pass for a batch that shares one layout;
-- :class:`CompactScorer`: a compact int8 / binary / bf16 copy picks candidates per run of equal
-  positions, re-scored exactly (:mod:`~qrag_integrations.core.compact_scan`);
+- :class:`CompactScorer`: a compact int8 / binary / bf16 copy scans every run of equal positions
+  and its best candidates over all runs are re-scored exactly
+  (:mod:`~qrag_integrations.core.compact_scan`);
 - :class:`FaissScorer`: FAISS pre-selects by unrotated inner product, re-scored exactly at the
   candidates' positions (:mod:`~qrag_integrations.core.faiss_preselect`);
 - :class:`SetScorer`: each question's own candidate set picks (store-backed search,
@@ -61,8 +62,8 @@ class ExactScorer:
 
 
 class CompactScorer:
-    """A compact copy's ``rescore`` best rows of every run of equal positions, re-scored exactly,
-    for a batch sharing one unfiltered in-memory index; the exact scan where the copy does not
+    """A compact copy's ``rescore`` best rows over every run of equal positions, re-scored
+    exactly, for a batch sharing one unfiltered in-memory index; the exact scan where the copy does not
     serve (a lone question on a bf16 copy, a bf16 batch with different layouts)."""
 
     def __init__(self, exact: ExactScan, scanner: CompactScanner, rescore: int) -> None:
