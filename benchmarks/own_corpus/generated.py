@@ -46,7 +46,9 @@ def main() -> None:
     ap.add_argument("--minutes", type=float)
     ap.add_argument("--questions-per-chunk", type=int, default=2)
     ap.add_argument(
-        "--out", type=Path, default=Path(__file__).parent / "results" / "squad_generated_rules.json"
+        "--out",
+        type=Path,
+        default=Path(__file__).parent / "results" / "squad_generated_from_default.json",
     )
     ap.add_argument("--set", dest="overrides", action="append", default=[])
     args = ap.parse_args()
