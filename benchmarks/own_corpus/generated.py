@@ -24,7 +24,7 @@ from qrag_training.report import checkpoint_report
 
 from benchmarks.harness import results as harness
 from benchmarks.own_corpus.run import write_jsonl
-from benchmarks.own_corpus.training import custom_questions, run_training
+from benchmarks.own_corpus.training import PICKS, custom_questions, run_training
 
 SPLITS = {"train": (0, 10), "val": (10, 12), "heldout": (12, 18)}
 CHUNK_SIZE = 4000  # every SQuAD paragraph one chunk, as in the held-out real-question file
@@ -92,7 +92,7 @@ def main() -> None:
     ]
     training = run_training(train, run_dir)
     cfg, held_out = custom_questions(files["heldout"], None)
-    report = checkpoint_report(str(run_dir / "best"), cfg, held_out, 3, batch_size=32)
+    report = checkpoint_report(str(run_dir / "best"), cfg, held_out, PICKS, batch_size=32)
     report.notes[:] = [
         (
             "questions: the real SQuAD v2.0 dev questions of articles 12-17 (held out); trained on "

@@ -8,16 +8,13 @@ held-out question of its file (the run's own report stops at ``report_episodes``
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
 from qrag_training.report import BaselineReport, checkpoint_report
 
 from benchmarks.harness import results as harness
-from benchmarks.own_corpus.training import custom_questions
-
-PICKS = 3  # preset=custom_cpu's env.max_steps
+from benchmarks.own_corpus.training import PICKS, custom_questions
 
 
 def held_out_report(
@@ -47,7 +44,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     harness.write_json(args.out, result)
     args.out.with_suffix(".md").write_text(report.markdown() + "\n", encoding="utf-8")
     print(report.markdown(), flush=True)
-    return json.loads(args.out.read_text())
+    return result
 
 
 if __name__ == "__main__":

@@ -26,13 +26,12 @@ from qrag_training.data.squad import load_squad_ood
 from qrag_training.report import checkpoint_report
 
 from benchmarks.harness import results as harness
-from benchmarks.own_corpus.training import custom_questions, run_training
+from benchmarks.own_corpus.training import PICKS, custom_questions, run_training
 from qrag_integrations.core.atomic import write_text_atomic
 
 RESULTS = Path(__file__).resolve().parent / "results"
 #: Article ranges (file order, half-open): training, validation (checkpoint choice), held out.
 SPLITS = {"train": (0, 10), "val": (10, 12), "heldout": (12, 18)}
-PICKS = 3
 
 
 def write_jsonl(path: Path, articles: tuple[int, int]) -> int:

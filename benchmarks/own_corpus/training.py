@@ -12,6 +12,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+#: Picks per question in the own-corpus reports (preset=custom_cpu's env.max_steps).
+PICKS = 3
+
 
 def run_training(overrides: Sequence[str], run_dir: Path) -> dict[str, Any]:
     """Run ``qrag-train`` with ``overrides`` (``out_dir`` must be ``run_dir``) and summarise it:

@@ -76,8 +76,9 @@ class CompactScanner:
 
     def candidates(
         self, emb: torch.Tensor, states: torch.Tensor, lo: int, hi: int, want: int
-    ) -> np.ndarray:
-        """Rows of ``emb[lo:hi]`` that the compact copy scores best for each state.
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The rows of ``emb[lo:hi]`` that the compact copy scores best for each state, with
+        those scores.
 
         Args:
             emb: ``(N, D)`` chunk embeddings (CPU).
@@ -87,16 +88,11 @@ class CompactScanner:
             want: candidates per state.
 
         Returns:
-            ``(B, want)`` int64 row numbers (absolute), ``-1`` where fewer rows exist.
+            ``(scores, rows)``, ``(B, want)`` each: the copy's scores, higher is better and
+            comparable across runs (an approximate inner product; minus the Hamming distance for
+            ``"binary"``; ``-inf`` where fewer rows exist), and int64 row numbers (absolute,
+            ``-1`` where fewer rows exist).
         """
-        return self.scored_candidates(emb, states, lo, hi, want)[1]
-
-    def scored_candidates(
-        self, emb: torch.Tensor, states: torch.Tensor, lo: int, hi: int, want: int
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`candidates` with the copy's scores, ``(B, want)`` each, higher is better and
-        comparable across runs (an approximate inner product; minus the Hamming distance for
-        ``"binary"``)."""
         if self.kind == BF16:
             return self._bf16_candidates(emb, states, lo, hi, want)
         import faiss
@@ -193,7 +189,7 @@ def rescore_best(
         emb: ``(N, D)`` chunk embeddings (CPU).
         vecs: the state rotated for each run.
         positions: each run's position.
-        found: each run's ``(scores, rows)`` from :meth:`CompactScanner.scored_candidates`
+        found: each run's ``(scores, rows)`` from :meth:`CompactScanner.candidates`
             (``-1`` = no row).
         taken: rows already picked (never candidates).
         rescore: candidates re-scored exactly, over all runs together.
@@ -252,7 +248,7 @@ def top_compact(
         lo, hi, p = shared[0][0]
         vecs = rotated(states, [p])[0]
         want = min(hi - lo, want_rows + max(len(t) for t in picked))
-        scores, rows = scanner.scored_candidates(emb, vecs, lo, hi, want)
+        scores, rows = scanner.candidates(emb, vecs, lo, hi, want)
         return [
             rescore_best(emb, [vecs[i]], [p], [(scores[i], rows[i])], set(taken), want_rows, depth)
             for i, taken in enumerate(picked)
@@ -264,7 +260,7 @@ def top_compact(
         found = []
         for (lo, hi, _), vec in zip(runs, vecs):
             want = min(hi - lo, want_rows + sum(lo <= t < hi for t in taken))
-            scores, rows = scanner.scored_candidates(emb, vec[None], lo, hi, want)
+            scores, rows = scanner.candidates(emb, vec[None], lo, hi, want)
             found.append((scores[0], rows[0]))
         out.append(rescore_best(emb, vecs, positions, found, set(taken), want_rows, depth))
     return out

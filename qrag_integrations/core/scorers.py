@@ -63,8 +63,8 @@ class ExactScorer:
 
 class CompactScorer:
     """A compact copy's ``rescore`` best rows over every run of equal positions, re-scored
-    exactly, for a batch sharing one unfiltered in-memory index; the exact scan where the copy does not
-    serve (a lone question on a bf16 copy, a bf16 batch with different layouts)."""
+    exactly, for a batch sharing one unfiltered in-memory index; the exact scan where the copy
+    does not serve (a lone question on a bf16 copy, a bf16 batch with different layouts)."""
 
     def __init__(self, exact: ExactScan, scanner: CompactScanner, rescore: int) -> None:
         self.exact, self.scanner, self.rescore = exact, scanner, rescore

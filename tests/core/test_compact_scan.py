@@ -41,9 +41,9 @@ def test_blocks_of_the_copy_give_the_same_candidates(monkeypatch, kind: str) -> 
     """A copy split into blocks of 13 rows ranks each run as one index over every row does."""
     g = torch.Generator().manual_seed(5)
     emb, states = torch.randn(300, 32, generator=g), torch.randn(3, 32, generator=g)
-    whole = CompactScanner(kind).scored_candidates(emb, states, 20, 250, 40)
+    whole = CompactScanner(kind).candidates(emb, states, 20, 250, 40)
     monkeypatch.setattr("qrag_integrations.core.compact_scan.COMPACT_BLOCK", 13)
-    scores, rows = CompactScanner(kind).scored_candidates(emb, states, 20, 250, 40)
+    scores, rows = CompactScanner(kind).candidates(emb, states, 20, 250, 40)
     np.testing.assert_allclose(np.sort(scores, axis=1), np.sort(whole[0], axis=1), rtol=1e-5)
     if kind == "int8":  # no ties: the same rows
         assert [set(r) for r in rows.tolist()] == [set(r) for r in whole[1].tolist()]
@@ -93,9 +93,9 @@ def test_the_scan_finds_a_planted_row_within_its_run(monkeypatch, kind: str, blo
     emb[123] = 5 * target
     emb[400] = 5 * target
     scanner = CompactScanner(kind)
-    assert scanner.candidates(emb, target[None], 0, 300, 1)[0, 0] == 123
-    assert scanner.candidates(emb, target[None], 300, 500, 1)[0, 0] == 400
-    rows = scanner.candidates(emb, target[None], 100, 130, 50)[0]
+    assert scanner.candidates(emb, target[None], 0, 300, 1)[1][0, 0] == 123
+    assert scanner.candidates(emb, target[None], 300, 500, 1)[1][0, 0] == 400
+    rows = scanner.candidates(emb, target[None], 100, 130, 50)[1][0]
     assert set(rows[rows >= 0].tolist()) == set(range(100, 130))
 
 
@@ -143,7 +143,7 @@ def _big_index(n: int) -> ChunkIndex:
 @pytest.mark.parametrize("kind", KINDS)
 def test_unused_numpy_rows_are_minus_one(kind: str) -> None:
     emb = torch.randn(5, 32)
-    rows = CompactScanner(kind).candidates(emb, torch.randn(2, 32), 0, 5, 8)
+    rows = CompactScanner(kind).candidates(emb, torch.randn(2, 32), 0, 5, 8)[1]
     assert rows.shape == (2, 8)
     assert (np.sort(rows, axis=1)[:, :3] == -1).all()
 
@@ -152,7 +152,7 @@ def test_bf16_candidates_span_blocks(monkeypatch) -> None:
     monkeypatch.setattr("qrag_integrations.core.compact_scan.BF16_BLOCK", 7)
     g = torch.Generator().manual_seed(3)
     emb, states = torch.randn(50, 32, generator=g), torch.randn(3, 32, generator=g)
-    rows = CompactScanner("bf16").candidates(emb, states, 4, 45, 5)
+    rows = CompactScanner("bf16").candidates(emb, states, 4, 45, 5)[1]
     exact = (states @ emb[4:45].T).topk(5, dim=1).indices + 4
     for got, want in zip(rows, exact):
         assert set(got.tolist()) == set(want.tolist())
@@ -193,7 +193,7 @@ def test_small_faiss_searches_run_on_one_thread_and_restore_the_count(queries: i
         assert faiss.omp_get_max_threads() == 2
         emb, states = torch.randn(300, 32), torch.randn(queries, 32)
         for kind in ("int8", "binary"):
-            rows = CompactScanner(kind).candidates(emb, states, 0, 300, 5)
+            rows = CompactScanner(kind).candidates(emb, states, 0, 300, 5)[1]
             assert rows.shape == (queries, 5) and (rows >= 0).all()
     finally:
         faiss.omp_set_num_threads(before)
