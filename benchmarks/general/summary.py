@@ -49,12 +49,13 @@ class Source:
     """The name the file gives the shipped default."""
 
 
-#: The default as it ships (this table since 2026-11-28, commit cd437c8): held-out runs only, each
-#: once after every choice.
+#: The default as it ships (this table since 2026-12-02, code 8751371; the 10M row from 2026-11-28):
+#: held-out runs only, each once after every choice, and SQuAD validation (its test articles are
+#: reserved).
 SOURCES: tuple[Source, ...] = (
     Source(
-        "HotpotQA bucket 0 (q1000-1499), 10 paragraphs each: EM@2 / EM@4",
-        "general/results/general_test10.json",
+        "HotpotQA bucket 0, 10 paragraphs each: EM@2 / EM@4",
+        "general/results/general_test_20261148.json",
         "general",
         "hotpotqa",
         ("em@2", "em@4"),
@@ -69,63 +70,62 @@ SOURCES: tuple[Source, ...] = (
     ),
     Source(
         "SQuAD v2 dev articles 0-17, 573 pooled paragraphs (out of domain): hit@1 / hit@3",
-        "general/results/mode_check_555560.json",
+        "general/results/squad_val_555568.json",
         "general",
         "squad",
         ("hit@1", "hit@3"),
-        method="docrel_mode",
     ),
     Source(
         "bAbI qa1-qa5, 4K tokens, training noise: em@facts / em@6",
-        "general/results/general_test10.json",
+        "general/results/general_test_20261148.json",
         "general",
         "babilong-mixed-4000",
         ("em@facts", "em@6"),
     ),
     Source(
         "bAbI qa1-qa5, 4K tokens, essays noise: em@facts / em@6",
-        "general/results/general_test10.json",
+        "general/results/general_test_20261148.json",
         "general",
         "babilong-essays-4000",
         ("em@facts", "em@6"),
     ),
     Source(
         "bAbI qa1-qa5, 32K tokens, essays noise: em@facts / em@6",
-        "general/results/general_test10.json",
+        "general/results/general_test_20261148.json",
         "general",
         "babilong-essays-32000",
         ("em@facts", "em@6"),
     ),
     Source(
         "bAbI qa1-qa5, 4K tokens, Wikipedia noise: em@facts / em@6",
-        "babilong/results/babilong_test_wiki_general_20261143.json",
+        "babilong/results/babilong_test_wiki_20261149.json",
         "babilong",
         "4000",
         ("em@facts", "em@budget"),
     ),
     Source(
         "bAbI qa1-qa5, 1M tokens, Wikipedia noise: em@facts / em@6",
-        "babilong/results/babilong_test_wiki_general_20261143.json",
+        "babilong/results/babilong_test_wiki_20261149.json",
         "babilong",
         "1000000",
         ("em@facts", "em@budget"),
     ),
     Source(
         "bAbI qa1-qa5, 128K tokens, training noise: em@facts / em@6",
-        "babilong/results/babilong_test_1m_general_20261145.json",
+        "babilong/results/babilong_test_1m_20261150.json",
         "babilong",
         "128000",
         ("em@facts", "em@budget"),
     ),
     Source(
         "bAbI qa1-qa5, 1M tokens, training noise: em@facts / em@6",
-        "babilong/results/babilong_test_1m_general_20261145.json",
+        "babilong/results/babilong_test_1m_20261150.json",
         "babilong",
         "1000000",
         ("em@facts", "em@budget"),
     ),
     Source(
-        "bAbI qa1-qa5, 10M tokens, training noise: em@facts / em@6",
+        "bAbI qa1-qa5, 10M tokens, training noise (code of 2026-11-28): em@facts / em@6",
         "babilong/results/babilong_test_10m_20261144.json",
         "babilong",
         "10000000",
@@ -133,7 +133,7 @@ SOURCES: tuple[Source, ...] = (
     ),
     Source(
         "RULER multi-key, 4K tokens: recall with as many picks as needles / 5 picks",
-        "general/results/general_test10.json",
+        "general/results/general_test_20261148.json",
         "general",
         "ruler-multikey-4000",
         ("em@facts", "em@5"),
