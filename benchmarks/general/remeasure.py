@@ -94,7 +94,8 @@ def rerun_of(
         words = _set(words, CELLS_FLAG[source.kind], ",".join(cells))
     if flag_value(words, "--seed") is not None:
         words = _set(words, "--seed", str(seed))
-    old = Path(out)
+    # beside the file the table reads, wherever the recorded run wrote it (a scratch folder)
+    old = BENCHMARKS.relative_to(ROOT) / source.path
     new = old.with_name(f"{old.stem}_{seed}{old.suffix}")
     words = _set(words, "--out", str(new))
     return Rerun(source, [sys.executable, *words[1:]], ROOT / new)
