@@ -53,7 +53,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--k", type=int, default=3, help="search steps (timed)")
     p.add_argument("--scans", default="exact,int8,binary", help="comma-separated scan kinds")
     p.add_argument("--rescore", type=int, default=400, help="candidates re-scored per step")
-    p.add_argument("--backends", default="torch,onnx", help="comma-separated encoder backends")
+    p.add_argument(
+        "--backends",
+        default="torch,onnx",
+        help="comma-separated encoder backends, each BACKEND or BACKEND:QUANTIZE (onnx:int8)",
+    )
     p.add_argument("--hotpotqa", type=int, default=263, help="HotpotQA val questions (quality)")
     p.add_argument("--noise", type=int, default=20_000, help="real noise chunks (quality)")
     p.add_argument("--threads", type=int, default=1)
@@ -95,13 +99,14 @@ def found_gold(hits, gold: set[str], k: int) -> bool:
 
 
 def backend_models(backends: Sequence[str], checkpoint: str = PACKAGED_MINILM) -> dict:
-    """The model once per encoder backend."""
+    """The model once per encoder backend (``BACKEND`` or ``BACKEND:QUANTIZE``)."""
     models = {}
-    for backend in backends:
+    for spec in backends:
+        backend, _, quantize = spec.partition(":")
         model = qrag_integrations.load_model(checkpoint).eval()
-        if backend != "torch":
-            model.set_backend(backend)
-        models[backend] = model
+        if spec != "torch":
+            model.set_backend(backend, quantize or None)
+        models[spec] = model
     return models
 
 

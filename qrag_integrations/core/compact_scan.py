@@ -13,9 +13,9 @@ at full speed). The full-precision embeddings stay in memory for the re-scoring,
 copy *adds* ``D`` bytes (int8), ``D / 8`` (binary) or ``2 D`` (bf16) per chunk: 384 / 48 / 768
 bytes for MiniLM, on top of 1,536 for float32.
 
-FAISS (not numpy / torch) scans the int8 and binary codes: it has SIMD kernels for both, range
-selectors for the runs of rows that share a position, and no int8 matrix-vector product exists in
-torch on CPU. The bf16 copy is a torch tensor scanned by torch's matrix product.
+FAISS (not numpy / torch) scans the int8 and binary codes: it has SIMD kernels for both, and no
+int8 matrix-vector product exists in torch on CPU. A run of rows that share a position is scanned
+alone (its slice of the codes), so that the runs of a step read each row once. The bf16 copy is a torch tensor scanned by torch's matrix product.
 """
 
 from __future__ import annotations
@@ -38,9 +38,6 @@ SCAN_KINDS: tuple[str, ...] = (EXACT, INT8, BINARY, BF16)
 BYTES_PER_DIMENSION = {INT8: 1.0, BINARY: 0.125, BF16: 2.0}
 #: Rows of the bf16 copy per matrix product (bounds temporary memory to this many x batch floats).
 BF16_BLOCK = 65536
-#: Rows per FAISS index of an int8 / binary copy: a run of rows is scanned in the blocks it spans,
-#: so that a short run costs little (FAISS checks a range selector against every row of an index).
-COMPACT_BLOCK = 16384
 
 
 def check_scan(scan: str, rescore: int) -> None:
@@ -95,34 +92,18 @@ class CompactScanner:
         """
         if self.kind == BF16:
             return self._bf16_candidates(emb, states, lo, hi, want)
-        import faiss
-
-        blocks = self._slot.get(emb, lambda: self._build(emb))
-        queries = states.detach().float().cpu().numpy()
+        quantizer, codes = self._slot.get(emb, lambda: self._build(emb))
+        queries = np.ascontiguousarray(states.detach().float().cpu().numpy())
+        take = min(want, hi - lo)
         if self.kind == BINARY:
-            queries = np.packbits(queries > 0, axis=1)
-        found_scores, found_rows = [], []
-        with faiss_threads_for(len(queries)):
-            for start in range(lo - lo % COMPACT_BLOCK, hi, COMPACT_BLOCK):
-                block = blocks[start // COMPACT_BLOCK]
-                a, b = max(lo, start) - start, min(hi, start + block.ntotal) - start
-                params = None
-                if a > 0 or b < block.ntotal:
-                    params = faiss.SearchParameters(sel=faiss.IDSelectorRange(a, b))
-                scores, rows = block.search(queries, min(want, b - a), params=params)
-                found_scores.append(scores)
-                found_rows.append(np.where(rows >= 0, rows + start, -1))
-        scores = np.concatenate(found_scores, axis=1).astype(np.float32)
-        rows = np.concatenate(found_rows, axis=1)
-        if self.kind == BINARY:
-            scores = -scores
-        scores[rows < 0] = -np.inf
-        if scores.shape[1] > want:  # the best ``want`` of the blocks' candidates
-            keep = np.argsort(-scores, axis=1, kind="stable")[:, :want]
-            scores, rows = np.take_along_axis(scores, keep, 1), np.take_along_axis(rows, keep, 1)
+            with faiss_threads_for(len(queries)):
+                scores, rows = _hamming_top(np.packbits(queries > 0, axis=1), codes[lo:hi], take)
+        else:
+            scores, rows = _int8_top(quantizer, queries, codes[lo:hi], take)
         out_scores = np.full((len(queries), want), -np.inf, dtype=np.float32)
         out_rows = np.full((len(queries), want), -1, dtype=np.int64)
-        out_scores[:, : scores.shape[1]], out_rows[:, : rows.shape[1]] = scores, rows
+        out_scores[:, :take], out_rows[:, :take] = scores, np.where(rows >= 0, rows + lo, -1)
+        out_scores[out_rows < 0] = -np.inf
         return out_scores, out_rows
 
     def _bf16_candidates(
@@ -145,9 +126,9 @@ class CompactScanner:
         scores[:, : top_q.shape[1]] = top_q.numpy()
         return scores, rows
 
-    def _build(self, emb: torch.Tensor) -> list[Any]:
-        """One FAISS index per block of :data:`COMPACT_BLOCK` rows (int8: one range per dimension
-        learnt from every row)."""
+    def _build(self, emb: torch.Tensor) -> tuple[Any, np.ndarray]:
+        """The copy's codes, one row per chunk, and (int8) the FAISS scalar quantizer that made
+        them (one min/max range per dimension learnt from every row)."""
         import faiss
 
         vectors = np.ascontiguousarray(emb.detach().float().cpu().numpy())
@@ -155,21 +136,51 @@ class CompactScanner:
         if self.kind == BINARY:
             if dim % 8:
                 raise QRAGError(f"a binary scan needs a dimension divisible by 8, got {dim}")
-            codes = np.packbits(vectors > 0, axis=1)
-            empty: Any = faiss.IndexBinaryFlat(dim)
-        else:
-            codes = vectors
-            empty = faiss.IndexScalarQuantizer(
-                dim, faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT
-            )
-            empty.train(vectors)
-        clone = faiss.clone_binary_index if self.kind == BINARY else faiss.clone_index
-        blocks = []
-        for start in range(0, max(len(codes), 1), COMPACT_BLOCK):
-            block = clone(empty)
-            block.add(codes[start : start + COMPACT_BLOCK])
-            blocks.append(block)
-        return blocks
+            return None, np.packbits(vectors > 0, axis=1)
+        quantizer = faiss.ScalarQuantizer(dim, faiss.ScalarQuantizer.QT_8bit)
+        quantizer.train(vectors)
+        return quantizer, np.ascontiguousarray(quantizer.compute_codes(vectors))
+
+
+def _int8_top(
+    quantizer: Any, queries: np.ndarray, codes: np.ndarray, take: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each query's ``take`` best rows of ``codes`` by approximate inner product, best first:
+    FAISS's SIMD scanner over exactly these rows (a FAISS index would check a range selector
+    against every row it holds)."""
+    import faiss
+
+    scores = np.full((len(queries), take), -np.inf, dtype=np.float32)
+    rows = np.full((len(queries), take), -1, dtype=np.int64)
+    if take == 0:
+        return scores, rows
+    for i, query in enumerate(queries):
+        # store_pairs=True: a row's id is its number in ``codes`` (list 0)
+        scanner = quantizer.select_InvertedListScanner(
+            faiss.METRIC_INNER_PRODUCT, None, True, None, False
+        )
+        scanner.set_query(faiss.swig_ptr(query))
+        scanner.set_list(0, 0.0)
+        scanner.scan_codes(
+            len(codes), faiss.swig_ptr(codes), None, faiss.swig_ptr(scores[i]),
+            faiss.swig_ptr(rows[i]), take,
+        )  # fmt: skip
+    order = np.argsort(-scores, axis=1, kind="stable")  # the scanner leaves a heap
+    return np.take_along_axis(scores, order, 1), np.take_along_axis(rows, order, 1)
+
+
+def _hamming_top(
+    queries: np.ndarray, codes: np.ndarray, take: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each query's ``take`` rows of ``codes`` nearest in Hamming distance, nearest first, scored
+    minus the distance."""
+    import faiss
+
+    if take == 0:
+        empty = np.empty((len(queries), 0))
+        return empty.astype(np.float32), empty.astype(np.int64)
+    distances, rows = faiss.knn_hamming(queries, codes, take)
+    return -distances.astype(np.float32), rows
 
 
 def rescore_best(
