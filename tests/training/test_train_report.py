@@ -175,7 +175,7 @@ def test_preset_custom_cpu_chooses_on_validation_and_reports_on_the_held_out_buc
 ) -> None:
     corpus = write_corpus(tmp_path / "corpus.jsonl", articles=100)
     cfg = compose_config("custom", preset_overrides(tmp_path, tiny_bert_dir, corpus))
-    assert cfg.time_budget_minutes == 38 and cfg.env.eval_hash_split == "val"
+    assert cfg.time_budget_minutes == 35 and cfg.env.eval_hash_split == "val"
     assert cfg.algo.autocast == "auto"
     trainer = Trainer(cfg)
     assert {e.meta["split_key"] for e in trainer.eval_episodes}  # the validation slice
