@@ -15,7 +15,8 @@ bytes for MiniLM, on top of 1,536 for float32.
 
 FAISS (not numpy / torch) scans the int8 and binary codes: it has SIMD kernels for both, and no
 int8 matrix-vector product exists in torch on CPU. A run of rows that share a position is scanned
-alone (its slice of the codes), so that the runs of a step read each row once. The bf16 copy is a torch tensor scanned by torch's matrix product.
+alone (its slice of the codes), so that the runs of a step read each row once. The bf16 copy is a
+torch tensor scanned by torch's matrix product.
 """
 
 from __future__ import annotations
@@ -154,13 +155,13 @@ def _int8_top(
     rows = np.full((len(queries), take), -1, dtype=np.int64)
     if take == 0:
         return scores, rows
+    # store_pairs=True: a row's id is its number in ``codes`` (list 0)
+    scanner = quantizer.select_InvertedListScanner(
+        faiss.METRIC_INNER_PRODUCT, None, True, None, False
+    )
+    scanner.set_list(0, 0.0)
     for i, query in enumerate(queries):
-        # store_pairs=True: a row's id is its number in ``codes`` (list 0)
-        scanner = quantizer.select_InvertedListScanner(
-            faiss.METRIC_INNER_PRODUCT, None, True, None, False
-        )
         scanner.set_query(faiss.swig_ptr(query))
-        scanner.set_list(0, 0.0)
         scanner.scan_codes(
             len(codes), faiss.swig_ptr(codes), None, faiss.swig_ptr(scores[i]),
             faiss.swig_ptr(rows[i]), take,
