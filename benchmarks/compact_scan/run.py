@@ -4,8 +4,9 @@ backend, against one dense search on the same backend and on torch, in one run.
 
 - **Speed**: a ``--k``-step search per question over each of ``--sizes`` chunks (real texts with random
   embeddings at real norms, ``benchmarks/search/corpus.py``: scan costs do not depend on the
-  values), median over ``--queries`` questions; one dense search = encode the question + FAISS
-  flat inner product (what a user has today).
+  values), median over ``--queries`` questions, the calls of all methods interleaved question by
+  question; one dense search = encode the question + FAISS flat inner product (what a user has
+  today).
 - **Quality** (real embeddings): HotpotQA val questions searched together over one pooled index
   of all their paragraphs plus ``--noise`` real text chunks (Shakespeare lines): EM@2 / EM@4
   (both gold paragraphs among the first picks) and the share of questions whose 4 picks equal
@@ -74,14 +75,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def median_seconds(fn, queries: Sequence[str]) -> float:
-    """Median over ``queries`` of one call ``fn(query)``."""
-    times = []
+def interleaved_medians(calls: dict, queries: Sequence[str]) -> dict:
+    """Per key of ``calls``, the median over ``queries`` of one call ``fn(query)``; for each
+    question every call runs once, one after the other."""
+    times: dict = {key: [] for key in calls}
     for q in queries:
-        started = time.perf_counter()
-        fn(q)
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
+        for key, fn in calls.items():
+            started = time.perf_counter()
+            fn(q)
+            times[key].append(time.perf_counter() - started)
+    return {key: statistics.median(t) for key, t in times.items()}
 
 
 def quality_index(model, episodes, noise: int, lines: list[str], cache: Path) -> ChunkIndex:
@@ -138,7 +141,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     qs = numbered_questions(args.queries)
     episodes = load_hotpotqa(split="val", limit=args.hotpotqa)
     gold = [{e.chunks[i] for i in e.support} for e in episodes]
-    rows = []
+    rows, setup = [], {}
     with torch.inference_mode():
         pooled = quality_index(models["torch"], episodes, args.noise, lines, args.cache)
         quality_of = {
@@ -148,26 +151,32 @@ def main(argv: Sequence[str] | None = None) -> dict:
             index = synthetic_index(models["torch"], size, args.seed, lines)
             flat = faiss.IndexFlatIP(index.embedding_dim)
             flat.add(index.snapshot().embeddings.numpy())
+            # every timed call of a size interleaved, question by question, so that a drift in
+            # the machine's speed shifts every ratio alike (2-core VMs drift by ~30%)
+            timed = {}
             for backend, model in models.items():
-                dense = median_seconds(
-                    lambda q, m=model, f=flat: f.search(m.embed_states([q]).numpy(), 1), qs
+                timed[(backend, "dense")] = lambda q, m=model, f=flat: f.search(
+                    m.embed_states([q]).numpy(), 1
                 )
                 for scan in scans:
-                    settings = SearchSettings(scan=scan, rescore=args.rescore)
-                    searcher = MultiStepSearcher(model, index, settings)
+                    searcher = MultiStepSearcher(
+                        model, index, SearchSettings(scan=scan, rescore=args.rescore)
+                    )
                     started = time.perf_counter()
                     searcher.search(qs[:1], args.k)  # warm-up; builds the compact copy
-                    setup = time.perf_counter() - started
+                    setup[(backend, scan)] = time.perf_counter() - started
+                    timed[(backend, scan)] = lambda q, s=searcher: s.search([q], args.k)
+            seconds = interleaved_medians(timed, qs)
+            for backend in models:
+                for scan in scans:
                     row = {
                         "size": size,
                         "backend": backend,
                         "scan": scan,
                         "rescore": args.rescore if scan != "exact" else None,
-                        "first_search_seconds": setup,
-                        "search_seconds_per_question": median_seconds(
-                            lambda q, s=searcher: s.search([q], args.k), qs
-                        ),
-                        "dense_seconds_per_question_same_backend": dense,
+                        "first_search_seconds": setup[(backend, scan)],
+                        "search_seconds_per_question": seconds[(backend, scan)],
+                        "dense_seconds_per_question_same_backend": seconds[(backend, "dense")],
                         **quality_of[backend][scan],
                         "bytes_per_chunk": 4 * index.embedding_dim
                         + BYTES_PER_DIMENSION.get(scan, 0) * index.embedding_dim,

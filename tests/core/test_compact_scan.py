@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pytest
 import torch
@@ -38,37 +36,87 @@ def test_rescoring_every_row_is_the_exact_search(make_model, kind: str, mode: st
         assert_same(as_tuples(hits), brute_force(model, index, query, 6))
 
 
-@pytest.mark.parametrize("kind", ["int8", "binary"])
 @pytest.mark.parametrize(("lo", "hi", "want"), [(20, 250, 40), (0, 300, 300), (299, 300, 5)])
-def test_a_run_is_ranked_as_a_faiss_index_restricted_to_it_ranks_it(kind, lo, hi, want) -> None:
-    """The scan of one run's slice of the codes gives what a FAISS index over every row gives
-    with a range selector (the same codes, the same kernel)."""
+def test_a_binary_run_is_ranked_as_a_faiss_index_restricted_to_it_ranks_it(lo, hi, want) -> None:
+    """The scan of one run's slice of the binary codes gives what a FAISS index over every row
+    gives with a range selector (the same codes, the same kernel)."""
     import faiss
 
     g = torch.Generator().manual_seed(5)
     emb, states = torch.randn(300, 32, generator=g), torch.randn(3, 32, generator=g)
-    scores, rows = CompactScanner(kind).candidates(emb, states, lo, hi, want)
-    x, q = emb.numpy(), states.numpy()
-    if kind == "binary":
-        index: Any = faiss.IndexBinaryFlat(32)
-        index.add(np.packbits(x > 0, axis=1))
-        q = np.packbits(q > 0, axis=1)
-    else:
-        index = faiss.IndexScalarQuantizer(
-            32, faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT
-        )
-        index.train(x)
-        index.add(x)
+    scores, rows = CompactScanner("binary").candidates(emb, states, lo, hi, want)
+    index = faiss.IndexBinaryFlat(32)
+    index.add(np.packbits(emb.numpy() > 0, axis=1))
     take = min(want, hi - lo)
     params = faiss.SearchParameters(sel=faiss.IDSelectorRange(lo, hi))
-    expected_scores, expected_rows = index.search(q, take, params=params)
-    if kind == "binary":
-        expected_scores = -expected_scores.astype(np.float32)
-    np.testing.assert_allclose(scores[:, :take], expected_scores, rtol=1e-5)
+    expected, _ = index.search(np.packbits(states.numpy() > 0, axis=1), take, params=params)
+    np.testing.assert_array_equal(scores[:, :take], -expected.astype(np.float32))
     assert (scores[:, take:] == -np.inf).all() and (rows[:, take:] == -1).all()
-    if kind == "int8":  # no ties: the same rows
-        assert rows[:, :take].tolist() == expected_rows.tolist()
     assert ((rows[:, :take] >= lo) & (rows[:, :take] < hi)).all()
+
+
+@pytest.mark.parametrize(("lo", "hi", "want"), [(20, 250, 40), (0, 300, 300), (299, 300, 5)])
+@pytest.mark.parametrize("states", [3, 9])
+def test_an_int8_run_is_ranked_by_its_integer_dot_products(lo, hi, want, states: int) -> None:
+    """A run's int8 candidates are its rows ranked by the dot product of the int8 codes with the
+    int8 state (numpy's integer matrix product), scaled back, best first."""
+    g = torch.Generator().manual_seed(5)
+    emb, q = torch.randn(300, 32, generator=g), torch.randn(states, 32, generator=g)
+    scores, rows = CompactScanner("int8").candidates(emb, q, lo, hi, want)
+    x = emb.numpy()
+    scale = np.abs(x).max(axis=0) / 127
+    codes = np.clip(np.rint(x / scale), -127, 127).astype(np.int64)
+    weighted = q.numpy() * scale
+    step = np.abs(weighted).max(axis=1, keepdims=True) / 127
+    q8 = np.clip(np.rint(weighted / step), -127, 127).astype(np.int64)
+    expected = (q8 @ codes[lo:hi].T) * step
+    take = min(want, hi - lo)
+    order = np.argsort(-expected, axis=1, kind="stable")[:, :take]
+    np.testing.assert_allclose(scores[:, :take], np.take_along_axis(expected, order, 1), rtol=1e-5)
+    assert rows[:, :take].tolist() == (order + lo).tolist()  # no ties among random rows
+    assert (scores[:, take:] == -np.inf).all() and (rows[:, take:] == -1).all()
+    # and the scores approximate the float inner products (within 2% of the largest)
+    exact = np.take_along_axis(q.numpy() @ x[lo:hi].T, order, 1)
+    np.testing.assert_allclose(exact, scores[:, :take], atol=0.02 * np.abs(exact).max())
+
+
+@pytest.mark.parametrize("kind", ["int8", "binary"])
+@pytest.mark.parametrize("taken", [[], [3, 150, 299]])
+def test_the_runs_of_a_step_hold_the_best_candidates_over_all_runs(kind: str, taken) -> None:
+    """One selection over every run's scores keeps the rows that the best of each run, then the
+    best over all runs, keep (besides the picks)."""
+    g = torch.Generator().manual_seed(9)
+    emb, vecs = torch.randn(300, 32, generator=g), torch.randn(4, 32, generator=g)
+    runs = [(0, 40, 0), (40, 41, 1), (41, 200, 2), (200, 300, 3)]
+    scanner = CompactScanner(kind)
+    found = scanner.candidates_over_runs(emb, vecs, runs, 25, taken)
+    per_run = [
+        scanner.candidates(emb, v[None], lo, hi, hi - lo) for (lo, hi, _), v in zip(runs, vecs)
+    ]
+    everything = sorted(
+        ((float(s), int(r)) for sc, rw in per_run for s, r in zip(sc[0], rw[0]) if r not in taken),
+        key=lambda x: (-x[0], x[1]),
+    )
+    got = sorted(
+        ((float(s), int(r)) for sc, rw in found for s, r in zip(sc, rw) if r not in taken),
+        key=lambda x: (-x[0], x[1]),
+    )
+    assert {r for _, r in got[:25]} == {r for _, r in everything[:25]}
+    for (lo, hi, _), (_, rows) in zip(runs, found):
+        assert ((rows >= lo) & (rows < hi)).all()
+
+
+def test_an_int8_batch_is_scanned_in_groups_of_states(monkeypatch) -> None:
+    """A batch too large for one call is scanned in groups and gives the same candidates."""
+    from qrag_integrations.core import compact_scan
+
+    g = torch.Generator().manual_seed(2)
+    emb, q = torch.randn(200, 16, generator=g), torch.randn(10, 16, generator=g)
+    whole = CompactScanner("int8").candidates(emb, q, 0, 200, 7)
+    monkeypatch.setattr(compact_scan, "INT8_SCORES_AT_ONCE", 600)  # 3 states a call
+    grouped = CompactScanner("int8").candidates(emb, q, 0, 200, 7)
+    np.testing.assert_array_equal(whole[1], grouped[1])
+    np.testing.assert_array_equal(whole[0], grouped[0])
 
 
 @pytest.mark.parametrize("kind", KINDS)
