@@ -19,8 +19,8 @@ CPU has it and read 400K x 384 codes in ~19 ms on one thread, against 31-35 ms f
 int8 scanner, which widens every code to float32 (docs/decisions.md). The state is quantized too
 (one scale per state), so an int8 score is an integer dot product times that scale: comparable
 across runs, and exact re-scoring of the candidates follows. A run of rows that share a position
-is scanned alone (its slice of the codes), so that the runs of a step read each row once. The bf16 copy is a
-torch tensor scanned by torch's matrix product.
+is scanned alone (its slice of the codes), so that the runs of a step read each row once. The
+bf16 copy is a torch tensor scanned by torch's matrix product.
 """
 
 from __future__ import annotations
