@@ -4,7 +4,7 @@ ours has trained on, then the held-out comparison with the baselines (issue "You
 Data: SQuAD v2.0 dev in the custom JSONL format, one line per answerable question, ``chunks`` =
 its article's paragraphs, ``support`` = its paragraph, ``meta.article`` = the article index (file
 order). Articles 0-9 train, 10-11 choose the checkpoint (validation), 12-17 are held out for the
-report; articles 18-34 are reserved for an independent check and never read. Checkpoints trained
+report (``--train`` / ``--val`` / ``--heldout A-B`` move them within 0-17); articles 18-34 are reserved for an independent check and never read. Checkpoints trained
 here are never shipped and never feed the default.
 
 Steps: write the three files; run ``qrag-train preset=custom_cpu`` on them (wall time, updates,
@@ -18,6 +18,7 @@ picks: hit@1, hit@3, fact EM, paired intervals, verdict).
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -64,8 +65,34 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--set", dest="overrides", action="append", default=[], help="more qrag-train overrides"
     )
+    for name, (a, b) in SPLITS.items():
+        p.add_argument(
+            f"--{name}",
+            type=article_range,
+            default=(a, b),
+            metavar="A-B",
+            help=f"articles of the {name} file, inclusive (default {a}-{b - 1}; 18-34 refused)",
+        )
     p.add_argument("--out", type=Path, default=RESULTS / "squad_custom_cpu.json")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    spans = sorted((getattr(args, name), name) for name in SPLITS)
+    for ((_, end), first), ((start, _), second) in itertools.pairwise(spans):
+        if start < end:
+            p.error(f"--{first} and --{second} share articles: give ranges that do not overlap")
+    return args
+
+
+def article_range(text: str) -> tuple[int, int]:
+    """``"A-B"`` (inclusive, within articles 0-17) as the half-open range ``(A, B + 1)``."""
+    try:
+        a, b = (int(x) for x in text.split("-"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a range like 0-9") from None
+    if not 0 <= a <= b <= 17:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: articles must lie within 0-17 (18-34 are reserved) with A <= B"
+        )
+    return a, b + 1
 
 
 def main(argv: Sequence[str] | None = None) -> dict:
@@ -73,7 +100,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
     harness.set_threads(args.threads)
     args.work.mkdir(parents=True, exist_ok=True)
     files = {name: args.work / f"squad_{name}.jsonl" for name in SPLITS}
-    counts = {name: write_jsonl(files[name], span) for name, span in SPLITS.items()}
+    spans = {name: getattr(args, name) for name in SPLITS}
+    counts = {name: write_jsonl(files[name], span) for name, span in spans.items()}
     print(f"questions: {counts}", flush=True)
     run_dir = args.work / "run"
     train = [
@@ -92,7 +120,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     training = run_training(train, run_dir)
     cfg, held_out = custom_questions(files["heldout"], None)
     report = checkpoint_report(str(run_dir / "best"), cfg, held_out, PICKS, batch_size=32)
-    (h0, h1), (t0, t1), (v0, v1) = SPLITS["heldout"], SPLITS["train"], SPLITS["val"]
+    (h0, h1), (t0, t1), (v0, v1) = spans["heldout"], spans["train"], spans["val"]
     where = (
         f"questions: SQuAD v2.0 dev articles {h0}-{h1 - 1} (held out; trained on "
         f"{t0}-{t1 - 1}, checkpoint chosen on {v0}-{v1 - 1})"

@@ -34,7 +34,7 @@ import torch
 
 from qrag_integrations.core.errors import QRAGError
 from qrag_integrations.core.scan import (
-    FAISS_ONE_THREAD_BELOW,
+    ONE_THREAD_BELOW,
     Scored,
     best_first,
     faiss_threads_for,
@@ -235,7 +235,7 @@ def _int8_top(
     if take == 0:
         return scores, rows
     step, q8 = _quantized(scale, queries)
-    threads = 1 if len(queries) < FAISS_ONE_THREAD_BELOW else torch.get_num_threads()
+    threads = 1 if len(queries) < ONE_THREAD_BELOW else torch.get_num_threads()
     group = max(1, INT8_SCORES_AT_ONCE // len(codes))
     for a in range(0, len(queries), group):
         b = min(len(queries), a + group)

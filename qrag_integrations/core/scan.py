@@ -32,20 +32,20 @@ def best_first(hits: Iterable[Scored], depth: int) -> list[Scored]:
     return heapq.nsmallest(depth, hits, key=lambda hit: (-hit[1], hit[0]))
 
 
-#: FAISS searches of fewer queries than this run on one OpenMP thread. For one query on the 2-core
-#: machine, two threads were no faster than one on a quiet machine (binary and int8 codes) and
-#: 13x / 2x slower with the other core busy (OpenMP threads wait for a core); from a handful of
-#: queries on, FAISS splits the queries over threads, which pays.
-FAISS_ONE_THREAD_BELOW = 8
+#: Scans of fewer queries than this (FAISS searches, SimSIMD's int8 dot products) run on one
+#: thread. For one query on the 2-core machine, two threads were no faster than one on a quiet
+#: machine (binary and int8 codes) and 13x / 2x slower with the other core busy (the threads wait
+#: for a core); from a handful of queries on, the queries split over threads, which pays.
+ONE_THREAD_BELOW = 8
 
 
 @contextlib.contextmanager
 def faiss_threads_for(queries: int) -> Iterator[None]:
     """Run the FAISS calls inside on one OpenMP thread when ``queries`` is below
-    :data:`FAISS_ONE_THREAD_BELOW` (OpenMP's thread count is per calling thread; restored after)."""
+    :data:`ONE_THREAD_BELOW` (OpenMP's thread count is per calling thread; restored after)."""
     import faiss
 
-    if queries >= FAISS_ONE_THREAD_BELOW:
+    if queries >= ONE_THREAD_BELOW:
         yield
         return
     before = faiss.omp_get_max_threads()
