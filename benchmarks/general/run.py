@@ -12,8 +12,10 @@ the same questions, over cells of different kinds of text:
 - ``ruler-<variant>-<tokens>``: RULER needles, EM at k = needles and at 5 picks.
 
 A third baseline fuses dense and BM25 rankings (``dense+bm25``: reciprocal-rank fusion, as
-LangChain's ``EnsembleRetriever``). Each method is compared with dense top-k of the untrained encoder per question (``paired``: mean
-difference and bootstrap 95% interval; ``worse`` = dense better beyond the interval). The JSON goes
+LangChain's ``EnsembleRetriever``; :func:`qrag_training.baselines.fuse`). Each method is compared
+with dense top-k of the untrained encoder per question (``paired``: mean difference and bootstrap
+95% interval; ``worse`` = dense better beyond the interval); the summary table also pairs the
+default with the best of the three baselines. The JSON goes
 to ``--out`` and its plot (:func:`benchmarks.general.report.plot`) beside it as a PNG.
 
     python -m benchmarks.general.run --model demo=packaged:qrag-babi-demo \\
@@ -31,10 +33,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from qrag_training.baselines import (
+    HYBRID_DEPTH,
     ChunkEmbedder,
     bm25_retrieve,
     dense_retrieve,
     distinct_text_embedder,
+    fuse,
     greedy_retrieve,
 )
 from qrag_training.data.babilong import babilong_dataset
@@ -50,7 +54,6 @@ from benchmarks.harness import results as harness
 from benchmarks.harness.model_specs import checkpoint_of, load_with_settings
 from benchmarks.harness.noise_sources import UNSEEN_NOISE
 from qrag_integrations.core.config import PACKAGED_MINILM
-from qrag_integrations.core.lexical import rrf_scores
 from qrag_integrations.core.model import QRAGModel
 from qrag_integrations.core.policy import SearchPolicy
 
@@ -59,9 +62,6 @@ RESULTS = Path(__file__).resolve().parent / "results"
 VAL_SEED = 555_555
 TASKS = ["qa1", "qa2", "qa3", "qa4", "qa5"]
 DENSE, BM25, HYBRID = "dense", "bm25", "dense+bm25"
-#: Candidates per ranking fused by the hybrid baseline (fused as LangChain's EnsembleRetriever
-#: fuses by default: c = 60, equal weights; ``rrf_scores``).
-HYBRID_DEPTH = 50
 #: Picks per cell kind, and the pick budgets its metrics read (``facts`` = as many as the question has).
 PICKS = {"squad": 3, "hotpotqa": 4, "babilong": 6, "ruler": 5}
 METRICS: dict[str, list[tuple[str, int | str]]] = {
@@ -111,14 +111,6 @@ def scores(
     return out
 
 
-def rrf(a: Sequence[int], b: Sequence[int], k: int) -> Retrieval:
-    """Reciprocal-rank fusion of two rankings with equal weights (what LangChain's
-    ``EnsembleRetriever`` does), top ``k``; ties keep the first ranking's order."""
-    score = rrf_scores(a, b)
-    order = sorted(score, key=lambda i: -score[i])
-    return Retrieval(order[:k])
-
-
 def run_cell(
     cell: str,
     episodes: list[Episode],
@@ -151,9 +143,7 @@ def run_cell(
     dense_deep = dense_retrieve(
         models["untrained"], episodes, HYBRID_DEPTH, embed=embedders["untrained"]
     )
-    per_method[HYBRID] = scores(
-        episodes, [rrf(a.picked, b.picked, picks) for a, b in zip(dense_deep, bm25)], kind
-    )
+    per_method[HYBRID] = scores(episodes, fuse(dense_deep, bm25, picks), kind)
     table = {m: {k: sum(v) / len(v) for k, v in s.items()} for m, s in per_method.items()}
     paired = {
         m: {k: paired_bootstrap(s[k], per_method[DENSE][k]).to_dict() for k in s}

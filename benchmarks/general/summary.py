@@ -5,8 +5,9 @@ files (no number typed by hand): the README's summary.
     python -m benchmarks.general.summary --method untrained   # another method of the same runs
 
 Each row is one cell of one result file (``general/run.py``, ``babilong/run.py`` or
-``hotpotqa/run.py``): the default and the baselines run beside it, and the default's paired
-difference to dense top-k with its bootstrap 95% interval where the file keeps per-question
+``hotpotqa/run.py``): the default and the baselines run beside it, and, per metric, the default's
+paired difference to the best baseline a user already runs (the highest of dense top-k, BM25 and
+dense+BM25 that the file holds) with its bootstrap 95% interval, where the file keeps per-question
 scores (``*`` better, ``!`` worse beyond it).
 """
 
@@ -27,8 +28,10 @@ from benchmarks.harness.results import command_words, flag_value
 #: ``benchmarks/``: result paths below are relative to it.
 BENCHMARKS = Path(__file__).resolve().parents[1]
 
+#: What users already run: the method is paired with the best of these on each metric.
+USER_BASELINES = ("dense", "bm25", "dense+bm25")
 #: Baselines shown beside the method, in this order (a file without one shows "-").
-BASELINES = ("dense", "bm25", "untrained")
+BASELINES = (*USER_BASELINES, "untrained")
 
 
 @dataclass(frozen=True)
@@ -153,8 +156,22 @@ class Row:
     split: str
     n: int
     values: dict[str, tuple[float, float]]
-    paired: tuple[PairedDifference, ...] | None
-    """Per metric the method minus dense, or ``None``."""
+    samples: dict[str, tuple[list[float], list[float]]] | None
+    """Per method its per-question scores of the two metrics, or ``None`` (a file without them)."""
+
+    def versus_best(self, method: str) -> tuple[tuple[str, PairedDifference], ...] | None:
+        """Per metric the best user baseline (highest mean) and ``method`` minus it, paired; or
+        ``None`` without per-question scores."""
+        if self.samples is None or method not in self.samples:
+            return None
+        held = [b for b in USER_BASELINES if b != method and b in self.samples]
+        if not held:
+            return None
+        out = []
+        for i in range(2):
+            best = max(held, key=lambda b: self.values[b][i])
+            out.append((best, paired_bootstrap(self.samples[method][i], self.samples[best][i])))
+        return tuple(out)
 
 
 def _general_row(source: Source, result: dict) -> Row:
@@ -163,14 +180,11 @@ def _general_row(source: Source, result: dict) -> Row:
         raise ValueError(f"{source.path}: no cell {source.cell!r} (it has {sorted(cells)})")
     cell = cells[source.cell]
     values = {m: tuple(v[k] for k in source.metrics) for m, v in cell["metrics"].items()}
-    pairs = cell.get("paired_vs_dense", {}).get(source.method)
-    paired = None
-    if pairs is not None:
-        paired = tuple(
-            PairedDifference(pairs[k]["diff"], pairs[k]["low"], pairs[k]["high"], int(cell["n"]))
-            for k in source.metrics
-        )
-    return Row(source, f"{result['split']} {result['seed']}", int(cell["n"]), values, paired)  # type: ignore[arg-type]
+    per_question = cell.get("per_question")
+    samples = None
+    if per_question:
+        samples = {m: tuple(v[k] for k in source.metrics) for m, v in per_question.items()}
+    return Row(source, f"{result['split']} {result['seed']}", int(cell["n"]), values, samples)  # type: ignore[arg-type]
 
 
 def _babilong_split(result: dict) -> str:
@@ -187,16 +201,10 @@ def _babilong_row(source: Source, result: dict) -> Row:
     if not cells:
         raise ValueError(f"{source.path}: no bAbI cell at {tokens} tokens")
     methods = [m for m in result["methods"] if all(m in c["methods"] for c in cells)]
-    scores = {m: [pooled_samples(cells, m, k) for k in source.metrics] for m in methods}
+    scores = {m: tuple(pooled_samples(cells, m, k) for k in source.metrics) for m in methods}
     values = {m: tuple(sum(x) / len(x) for x in per) for m, per in scores.items()}
-    paired = None
-    if "dense" in methods and source.method in methods:
-        paired = tuple(
-            paired_bootstrap(mine, dense)
-            for mine, dense in zip(scores[source.method], scores["dense"], strict=True)
-        )
     n = sum(c["n"] for c in cells)
-    return Row(source, _babilong_split(result), n, values, paired)  # type: ignore[arg-type]
+    return Row(source, _babilong_split(result), n, values, scores)  # type: ignore[arg-type]
 
 
 def _hotpotqa_row(source: Source, result: dict) -> Row:
@@ -233,8 +241,8 @@ def _pair(values: tuple[float, float] | None) -> str:
     return "-" if values is None else f"{values[0]:.3f} / {values[1]:.3f}"
 
 
-def _difference(d: PairedDifference) -> str:
-    return f"{d.diff:+.3f} [{d.low:+.3f}, {d.high:+.3f}]{MARK[d.verdict]}"
+def _difference(best: str, d: PairedDifference) -> str:
+    return f"{d.diff:+.3f} [{d.low:+.3f}, {d.high:+.3f}]{MARK[d.verdict]} ({best})"
 
 
 def table(rows: Sequence[Row], method: str = "default") -> str:
@@ -244,11 +252,12 @@ def table(rows: Sequence[Row], method: str = "default") -> str:
     head = (
         f"| cell (file) | split, seed | n | {method} | "
         + " | ".join(baselines)
-        + f" | {method} - dense, paired |"
+        + f" | {method} - best of {', '.join(USER_BASELINES)}, paired |"
     )
     lines = [head, "|---|---|---:|---:|" + "---:|" * len(baselines) + "---|"]
     for r in rows:
-        diff = "-" if r.paired is None else " / ".join(_difference(d) for d in r.paired)
+        paired = r.versus_best(r.source.method)
+        diff = "-" if paired is None else " / ".join(_difference(b, d) for b, d in paired)
         lines.append(
             f"| {r.source.label} (`{r.source.path}`) | {r.split} | {r.n} | "
             f"**{_pair(r.values[r.source.method])}** | "

@@ -104,12 +104,6 @@ def test_tiny_run_writes_every_cell_and_paired_differences(
     assert result["split"] == "val" and result["seed"] == bench_general.VAL_SEED
 
 
-def test_rrf_fuses_two_rankings() -> None:
-    fused = bench_general.rrf([5, 1, 2], [1, 7, 5], 2).picked
-    assert fused == [1, 5]  # 1: ranks 2 and 1; 5: ranks 1 and 3
-    assert bench_general.rrf([4], [], 3).picked == [4]
-
-
 def test_card_section_lists_the_losses_and_replaces_itself(tmp_path: Path) -> None:
     cell = {
         "cell": "squad",

@@ -38,22 +38,32 @@ def _babilong(method: str) -> dict:
 
 
 def test_rows_of_each_kind(tmp_path: Path) -> None:
+    ones = [1.0] * 10
+
+    def per_question(hit1: int, hit3: int) -> dict[str, list[float]]:
+        return {
+            "hit@1": ones[:hit1] + [0.0] * (10 - hit1),
+            "hit@3": ones[:hit3] + [0.0] * (10 - hit3),
+        }
+
     general = {
         "split": "test",
         "seed": 3,
         "cells": [
             {
                 "cell": "squad",
-                "n": 400,
+                "n": 10,
                 "metrics": {
                     "default": {"hit@1": 0.7, "hit@3": 0.9},
                     "dense": {"hit@1": 0.6, "hit@3": 0.9},
+                    "bm25": {"hit@1": 0.3, "hit@3": 0.5},
+                    "dense+bm25": {"hit@1": 0.6, "hit@3": 1.0},
                 },
-                "paired_vs_dense": {
-                    "default": {
-                        "hit@1": {"diff": 0.1, "low": 0.05, "high": 0.15},
-                        "hit@3": {"diff": 0.0, "low": -0.02, "high": 0.02},
-                    }
+                "per_question": {
+                    "default": per_question(7, 9),
+                    "dense": per_question(6, 9),
+                    "bm25": per_question(3, 5),
+                    "dense+bm25": per_question(6, 10),
                 },
             }
         ],
@@ -97,13 +107,20 @@ def test_rows_of_each_kind(tmp_path: Path) -> None:
     assert rows[0].values["default"] == (0.7, 0.9) and rows[0].split == "test 3"
     assert rows[1].split == "test 7" and rows[1].n == 8
     assert rows[1].values["ours"] == (0.75, 1.0) and rows[1].values["dense"] == (0.125, 0.125)
-    assert rows[1].paired is not None and rows[1].paired[0].diff == pytest.approx(0.625)
-    assert rows[2].split == "test (bucket 0)" and rows[2].paired is None
+    versus = rows[0].versus_best("default")
+    assert versus is not None and [b for b, _ in versus] == ["dense", "dense+bm25"]  # the best
+    assert [d.diff for _, d in versus] == pytest.approx([0.1, -0.1])
+    babi = rows[1].versus_best("ours")
+    assert babi is not None and babi[0][0] == "dense" and babi[0][1].diff == pytest.approx(0.625)
+    assert rows[2].split == "test (bucket 0)" and rows[2].versus_best("general") is None
     lines = summary.table(rows).splitlines()
     assert len(lines) == 2 + 3
-    assert "**0.700 / 0.900**" in lines[2] and "+0.100 [+0.050, +0.150]* / +0.000" in lines[2]
+    assert "| default - best of dense, bm25, dense+bm25, paired |" in lines[0]
+    assert "**0.700 / 0.900**" in lines[2] and "(dense) / -0.100 [" in lines[2]
+    assert lines[2].endswith("(dense+bm25) |")
     assert "**0.750 / 1.000**" in lines[3] and "| 0.125 / 0.125 |" in lines[3]
-    assert lines[4].endswith("| - |") and "| - | - |" in lines[4]  # no bm25 / untrained / pairs
+    assert "]* (dense) / " in lines[3]
+    assert lines[4].endswith("| - |") and "| - | - | - |" in lines[4]  # no bm25 / hybrid / pairs
 
 
 def test_missing_cell_or_method_is_named(tmp_path: Path) -> None:
@@ -136,7 +153,7 @@ def test_another_method_skips_runs_without_it(tmp_path: Path, monkeypatch, capsy
     monkeypatch.setattr(summary, "BENCHMARKS", tmp_path)
     summary.main(["--method", "dense"])
     out = capsys.readouterr().out
-    assert "| dense | bm25 | untrained |" in out and "**0.125 / 0.125**" in out
+    assert "| bm25 | dense+bm25 | untrained |" in out and "**0.125 / 0.125**" in out
     summary.main(["--method", "untrained"])
     assert "not run with untrained: b.json:4000" in capsys.readouterr().out
 

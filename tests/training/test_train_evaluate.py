@@ -5,7 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from qrag_training.baselines import bm25_retrieve, dense_retrieve, greedy_retrieve
+from qrag_training.baselines import (
+    bm25_retrieve,
+    dense_retrieve,
+    fuse,
+    greedy_retrieve,
+    hybrid_retrieve,
+)
 from qrag_training.data.episode import Episode
 from qrag_training.evaluate import main
 from qrag_training.metrics import Retrieval, fact_metrics, summarize
@@ -83,6 +89,33 @@ def test_bm25_and_summary():
     assert [r.picked for r in results] == [[0]] * 3
     summary = summarize(episodes(), results)
     assert summary["fact_em"] == 1.0 and summary["n"] == 3
+
+
+def test_fuse_ranks_by_reciprocal_rank_as_langchains_ensemble():
+    fused = fuse([Retrieval([5, 1, 2])], [Retrieval([1, 7, 5])], 2)[0]
+    assert fused.picked == [1, 5]  # 1: ranks 2 and 1; 5: ranks 1 and 3
+    assert fused.scores == pytest.approx([1 / 62 + 1 / 61, 1 / 61 + 1 / 63])
+    assert fuse([Retrieval([4])], [Retrieval([])], 3)[0].picked == [4]
+    with pytest.raises(ValueError):  # one ranking of each kind per question
+        fuse([Retrieval([4])], [], 3)
+
+
+def test_hybrid_retrieve_fuses_the_dense_and_bm25_rankings(tiny_bert_dir):
+    from qrag_integrations import load_model
+
+    model = load_model(str(tiny_bert_dir))
+    hybrid = hybrid_retrieve(model, episodes(), k=2)
+    dense = dense_retrieve(model, episodes(), k=50)
+    lexical = bm25_retrieve(episodes(), k=50)
+    assert [r.picked for r in hybrid] == [r.picked for r in fuse(dense, lexical, 2)]
+    assert all(len(r.picked) == 2 for r in hybrid)
+
+
+def test_cli_runs_the_hybrid_baseline(tmp_path, tiny_bert_dir):
+    out = tmp_path / "eval"
+    main(_eval_args(tiny_bert_dir, out, baseline="hybrid"))
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["n"] == 3 and summary["retriever"].startswith("dense+bm25:")
 
 
 def test_fact_em_at_facts_counts_only_the_first_picks():

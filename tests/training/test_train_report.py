@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from qrag_training.evaluate import compose_config
 from qrag_training.evaluate import main as qrag_eval
-from qrag_training.report import BASE, BM25, DENSE, DO_NOT_SHIP, SHIP, TRAINED, decide
+from qrag_training.report import BASE, BM25, DENSE, DO_NOT_SHIP, HYBRID, SHIP, TRAINED, decide
 from qrag_training.trainer import Trainer
 
 from qrag_integrations.core.config import QRAGConfig
@@ -26,21 +26,64 @@ def scores(hit1: float, hitk: float, em: float, n: int = N) -> dict[str, list[fl
     return {"hit@1": ones(hit1), "hit@3": ones(hitk), "fact_em": ones(em)}
 
 
-def test_better_than_dense_and_no_loss_ships() -> None:
+def test_better_than_the_best_baseline_and_no_loss_ships() -> None:
     report = decide(
         {
             TRAINED: scores(0.8, 0.9, 0.9),
             BASE: scores(0.5, 0.8, 0.8),
             DENSE: scores(0.5, 0.8, 0.8),
-            BM25: scores(0.9, 0.95, 0.95),  # reported, not part of the verdict
+            BM25: scores(0.6, 0.85, 0.85),
+            HYBRID: scores(0.65, 0.9, 0.9),
         },
         k=3,
     )
     assert report.verdict == SHIP
-    assert report.reason.startswith("Better than dense top-k by +0.300 hit@1")
-    assert report.versus[BM25]["hit@1"].verdict == "worse"
+    assert report.reason.startswith(
+        "Better than the best baseline beyond the interval on hit@1, and worse than none of 4 "
+        "baselines on any metric, on 120 held-out questions: hit@1 +0.150 ["
+    )
+    assert "vs dense+bm25 (0.650); hit@3 +0.000 [+0.000, +0.000] vs dense+bm25 (0.900)." in (
+        report.reason
+    )
     md = report.markdown()
     assert "| trained | 0.800 | 0.900 | 0.900 |" in md and "**Verdict: better.**" in md
+
+
+def test_a_loss_to_bm25_or_the_hybrid_is_not_shipped() -> None:
+    """Beating dense top-k is not enough where a user's BM25 or dense+BM25 does better."""
+    for lexical in (BM25, HYBRID):
+        report = decide(
+            {
+                TRAINED: scores(0.8, 0.9, 0.9),
+                BASE: scores(0.5, 0.8, 0.8),
+                DENSE: scores(0.5, 0.8, 0.8),
+                lexical: scores(0.9, 0.95, 0.95),
+            },
+            k=3,
+        )
+        assert report.verdict == DO_NOT_SHIP
+        assert report.reason.startswith(
+            f"It is worse beyond the interval: hit@1 vs {lexical} -0.100"
+        )
+
+
+def test_beating_dense_but_tying_the_best_baseline_is_not_shipped() -> None:
+    report = decide(
+        {
+            TRAINED: scores(0.8, 0.9, 0.9),
+            BASE: scores(0.5, 0.8, 0.8),
+            DENSE: scores(0.5, 0.8, 0.8),
+            BM25: scores(0.775, 0.9, 0.9),
+        },
+        k=3,
+    )
+    assert report.verdict == DO_NOT_SHIP
+    assert report.versus[DENSE]["hit@1"].verdict == "better"
+    assert report.reason.startswith(
+        "It does not beat the best baseline beyond the interval on 120 held-out questions: "
+        "hit@1 +0.025 ["
+    )
+    assert "vs bm25 (0.775)" in report.reason
 
 
 def test_a_loss_to_the_base_encoder_is_not_shipped() -> None:
@@ -60,7 +103,7 @@ def test_a_tie_with_dense_is_not_shipped() -> None:
     same = scores(0.6, 0.8, 0.8)
     report = decide({TRAINED: same, BASE: same, DENSE: same}, k=3, notes=["questions: test"])
     assert report.verdict == DO_NOT_SHIP
-    assert "does not beat dense top-k" in report.reason
+    assert "does not beat the best baseline" in report.reason
     assert report.markdown().endswith("- questions: test")
     assert json.loads(json.dumps(report.to_dict()))["verdict"] == DO_NOT_SHIP
 
@@ -105,7 +148,7 @@ def test_qrag_eval_compare_baselines_says_do_not_ship_a_broken_checkpoint(
     )
     report = json.loads((out / "report.json").read_text())
     assert report["verdict"] == DO_NOT_SHIP and report["k"] == 2
-    assert set(report["means"]) == {TRAINED, BASE, DENSE, BM25}
+    assert set(report["means"]) == {TRAINED, BASE, DENSE, BM25, HYBRID}
     assert "lines grouped by 'auto'" in report["notes"][0]
     assert "**Verdict: not better: do not ship this checkpoint.**" in capsys.readouterr().err
     assert (out / "report.md").read_text().startswith(f"{report['n']} held-out questions")
@@ -140,7 +183,8 @@ def test_a_training_run_ends_with_the_report_in_its_card(tmp_path: Path, tiny_be
     run = tmp_path / "run"
     report = json.loads((run / "report.json").read_text())
     assert report["verdict"] == DO_NOT_SHIP
-    assert report["reason"].startswith("It is worse beyond the interval: hit@1 vs dense top-k")
+    assert report["reason"].startswith("It is worse beyond the interval: hit@1 vs ")
+    assert "hit@1 vs dense top-k" in report["reason"]
     card = (run / "best" / "README.md").read_text()
     assert "## Against the baselines (end of the run)" in card
     assert "not better: do not ship this checkpoint" in card

@@ -1,7 +1,8 @@
 """The retrievers ``qrag-eval`` and the benchmarks compare: greedy multi-step Q-RAG (the product's
-search: :class:`~qrag_integrations.core.search.MultiStepSearcher`), single-step dense top-k and
-single-step BM25 top-k; over each episode's own chunks (``*_retrieve``) or over one pool of texts
-that every question searches (``*_retrieve_pooled``, ids = positions in the pool)."""
+search: :class:`~qrag_integrations.core.search.MultiStepSearcher`), single-step dense top-k,
+single-step BM25 top-k and their reciprocal-rank fusion (dense+BM25, what LangChain's
+``EnsembleRetriever`` returns); over each episode's own chunks (``*_retrieve``) or over one pool of
+texts that every question searches (``*_retrieve_pooled``, ids = positions in the pool)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from collections.abc import Callable, Sequence
 import torch
 
 from qrag_integrations.core.index import ChunkIndex
-from qrag_integrations.core.lexical import bm25_index, bm25_query
+from qrag_integrations.core.lexical import bm25_index, bm25_query, rrf_scores
 from qrag_integrations.core.model import QRAGModel, eval_mode
 from qrag_integrations.core.policy import SearchPolicy
 from qrag_integrations.core.search import MultiStepSearcher
@@ -19,9 +20,12 @@ from qrag_training.documents import episode_doc_ids
 from qrag_training.metrics import Retrieval
 
 #: ``--baseline`` choices of ``qrag-eval``.
-BASELINES = ("base", "dense", "bm25", "none")
+BASELINES = ("base", "dense", "bm25", "hybrid", "none")
 #: Baselines whose scores are not Q-values (a ``q>=T`` chunk selection is refused for them).
-NOT_Q_VALUES = ("dense", "bm25", "none")
+NOT_Q_VALUES = ("dense", "bm25", "hybrid", "none")
+#: Candidates per ranking that the dense+BM25 baseline fuses (fused as LangChain's
+#: ``EnsembleRetriever`` fuses its retrievers by default: c = 60, equal weights; ``rrf_scores``).
+HYBRID_DEPTH = 50
 #: Chunk texts -> ``(len(texts), D)`` chunk embeddings.
 ChunkEmbedder = Callable[[Sequence[str]], torch.Tensor]
 
@@ -139,6 +143,27 @@ def bm25_retrieve(episodes: Sequence[Episode], k: int) -> list[Retrieval]:
     return [_bm25_top(bm25_index(e.chunks), e.question, k, len(e.chunks)) for e in episodes]
 
 
+def fuse(dense: Sequence[Retrieval], lexical: Sequence[Retrieval], k: int) -> list[Retrieval]:
+    """Reciprocal-rank fusion of two rankings per question with equal weights (what LangChain's
+    ``EnsembleRetriever`` does), top ``k``; ties keep the dense ranking's order. The scores are
+    the fused ones."""
+    fused = []
+    for a, b in zip(dense, lexical, strict=True):
+        score = rrf_scores(a.picked, b.picked)
+        order = sorted(score, key=lambda i: -score[i])[:k]
+        fused.append(Retrieval(order, [score[i] for i in order]))
+    return fused
+
+
+def hybrid_retrieve(
+    model: QRAGModel, episodes: Sequence[Episode], k: int, embed: ChunkEmbedder | None = None
+) -> list[Retrieval]:
+    """Dense+BM25 top-``k``: :func:`dense_retrieve` and :func:`bm25_retrieve`, each
+    :data:`HYBRID_DEPTH` deep, fused by :func:`fuse`."""
+    dense = dense_retrieve(model, episodes, HYBRID_DEPTH, embed=embed)
+    return fuse(dense, bm25_retrieve(episodes, HYBRID_DEPTH), k)
+
+
 # -- one pool of texts for every question ---------------------------------------------------------
 @torch.inference_mode()
 def greedy_retrieve_pooled(
@@ -200,3 +225,16 @@ def bm25_retrieve_pooled(questions: Sequence[str], texts: Sequence[str], k: int)
     """Single-step BM25 top-``k`` of every question over one index of all ``texts``."""
     retriever = bm25_index(texts)
     return [_bm25_top(retriever, q, k, len(texts)) for q in questions]
+
+
+def hybrid_retrieve_pooled(
+    model: QRAGModel,
+    questions: Sequence[str],
+    texts: Sequence[str],
+    k: int,
+    embed: ChunkEmbedder | None = None,
+) -> list[Retrieval]:
+    """Dense+BM25 top-``k`` of every question over all ``texts`` (:func:`hybrid_retrieve` over one
+    pool)."""
+    dense = dense_retrieve_pooled(model, questions, texts, HYBRID_DEPTH, embed=embed)
+    return fuse(dense, bm25_retrieve_pooled(questions, texts, HYBRID_DEPTH), k)

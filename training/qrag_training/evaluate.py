@@ -8,6 +8,7 @@ Retrievers:
 * ``--baseline dense``: single-step dense retrieval, top-``steps`` chunks by cosine between the
   question and chunk embeddings (mean pooling of the base encoder);
 * ``--baseline bm25``: single-step BM25 top-``steps`` (``bm25s``);
+* ``--baseline hybrid``: dense and BM25 fused by reciprocal rank (LangChain's ``EnsembleRetriever``);
 * ``--baseline none``: no retrieval (with ``--reader``: the reader sees the question only).
 
 Data comes from the training config tree (``conf/env/*.yaml``, held-out side): ``--env babilong
@@ -70,6 +71,7 @@ from qrag_training.baselines import (
     bm25_retrieve,
     dense_retrieve,
     greedy_retrieve,
+    hybrid_retrieve,
 )
 from qrag_training.data.episode import Episode
 from qrag_training.metrics import Retrieval, fact_metrics, summarize
@@ -138,14 +140,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--base-model",
-        help="base encoder of the base/dense baselines (default: the config's model.base_model)",
+        help="base encoder of the base/dense/hybrid baselines (default: the config's model.base_model)",
     )
     p.add_argument(
         "--compare-baselines",
         action="store_true",
         help="with a checkpoint: also run its starting model, its base encoder multi-step, dense "
-        "top-k and BM25 on the same episodes; print the paired table and a verdict (report.json / "
-        "report.md in --out)",
+        "top-k, BM25 and dense+BM25 on the same episodes; print the paired table and a verdict "
+        "against the best of them (report.json / report.md in --out)",
     )
     p.add_argument(
         "--start",
@@ -200,12 +202,14 @@ def retrieve(
         return "none", [Retrieval([]) for _ in episodes]
     if args.baseline == "bm25":
         return "bm25", bm25_retrieve(episodes, steps)
-    if args.baseline in ("base", "dense"):
+    if args.baseline in ("base", "dense", "hybrid"):
         model = QRAGModel.from_base(model_config_from(cfg), device=args.device).eval()
         apply_backend(model, args)
         name = f"{args.baseline}:{cfg.model.base_model}"
         if args.baseline == "dense":
             return name, dense_retrieve(model, episodes, steps)
+        if args.baseline == "hybrid":
+            return f"dense+bm25:{cfg.model.base_model}", hybrid_retrieve(model, episodes, steps)
         return name, greedy_retrieve(model, episodes, steps, args.batch_size, args.stop_threshold)
     model = apply_backend(load_model(args.checkpoint, device=args.device), args)
     return str(args.checkpoint), greedy_retrieve(
