@@ -14,6 +14,7 @@ from safetensors.torch import load_file, save_file
 
 from qrag_integrations.core.atomic import SaveKind, atomic_dir
 from qrag_integrations.core.chunks import Chunk, Snapshot
+from qrag_integrations.core.digests import seal, verify_files
 from qrag_integrations.core.errors import IndexMismatchError, QRAGError
 from qrag_integrations.core.manifests import read_manifest_file, safetensors_shapes
 
@@ -31,6 +32,8 @@ INDEX_SAVE = SaveKind(
     MANIFEST_FILE,
     INDEX_FORMAT,
 )
+#: What to do about a damaged saved index, for error messages.
+INDEX_FIX = "rebuild the index from your texts (or restore the folder from a backup)"
 #: Deepest metadata nesting a save accepts.
 MAX_METADATA_DEPTH = 64
 
@@ -56,7 +59,7 @@ def _json_problem(value: Any, where: str, depth: int = 0) -> str | None:
 def read_index_manifest(path: str | os.PathLike[str]) -> dict[str, Any]:
     """The ``index.json`` of a saved index, checked."""
     return read_manifest_file(
-        Path(path), MANIFEST_FILE, INDEX_FORMAT, INDEX_FORMAT_VERSION, "saved index"
+        Path(path), MANIFEST_FILE, INDEX_FORMAT, INDEX_FORMAT_VERSION, "saved index", fix=INDEX_FIX
     )
 
 
@@ -105,6 +108,7 @@ def write_index_folder(
             str(tmp / EMBEDDINGS_FILE),
         )
         (tmp / RECORDS_FILE).write_bytes(records)
+        manifest = seal(manifest, tmp, [EMBEDDINGS_FILE, RECORDS_FILE])
         (tmp / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
 
 
@@ -139,6 +143,7 @@ def read_index_folder(path: str | os.PathLike[str], expected_dim: int | None = N
             f"the index at {path} holds {dim}-dimensional embeddings but the model makes "
             f"{expected_dim}-dimensional ones; rebuild the index with this model"
         )
+    verify_files(path, manifest, MANIFEST_FILE, INDEX_FIX)
     # The header first: the manifest and the file must agree before anything is read in.
     shapes = safetensors_shapes(path / EMBEDDINGS_FILE)
     if shapes != {"embeddings": (manifest.get("size"), dim)}:

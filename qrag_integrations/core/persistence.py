@@ -22,6 +22,7 @@ from typing import Any
 
 from qrag_integrations.core.atomic import SaveKind, atomic_dir
 from qrag_integrations.core.checkpoint import chunk_encoder_fingerprint, write_checkpoint_files
+from qrag_integrations.core.digests import check_manifest, seal
 from qrag_integrations.core.errors import IndexMismatchError, QRAGError
 from qrag_integrations.core.index import ChunkIndex
 from qrag_integrations.core.loading import load_model
@@ -36,6 +37,8 @@ RETRIEVER_SAVE = SaveKind(
     SETTINGS_FILE,
     RETRIEVER_FORMAT,
 )
+#: What to do about a damaged saved retriever, for error messages.
+RETRIEVER_FIX = "save the retriever again, or rebuild it from your texts"
 
 
 def is_named_model(checkpoint: str | None) -> bool:
@@ -70,18 +73,14 @@ def save_retriever(
     embed_model = not is_named_model(settings.get("checkpoint"))
     fingerprint = chunk_encoder_fingerprint(model)
     try:
-        settings_json = (
-            json.dumps(
-                {
-                    "format": RETRIEVER_FORMAT,
-                    "format_version": 1,
-                    "settings": settings,
-                    "model_in_folder": embed_model,
-                },
-                indent=2,
-            )
-            + "\n"
-        )
+        saved = {
+            "format": RETRIEVER_FORMAT,
+            "format_version": 1,
+            "settings": settings,
+            "model_in_folder": embed_model,
+        }
+        # its own digest only: the model and index folders record theirs
+        settings_json = json.dumps(seal(saved, Path(path), []), indent=2) + "\n"
     except (TypeError, ValueError) as exc:
         raise QRAGError(
             f"the retriever's settings must be JSON-serialisable to save it: {exc}"
@@ -130,6 +129,7 @@ def read_retriever(path: str | os.PathLike[str], device: str | None = None) -> S
         raise QRAGError(f"{path} is not a saved QRAGRetriever: {SETTINGS_FILE} is missing") from exc
     except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as exc:
         raise QRAGError(f"corrupt {path / SETTINGS_FILE}: {exc}") from exc
+    check_manifest(saved, path / SETTINGS_FILE, RETRIEVER_FIX)
     if device is not None:
         settings["device"] = device
     model_ref = (
