@@ -10,6 +10,7 @@ through ``_get_relevant_documents``), :class:`LlamaIndexFace` what LlamaIndex ca
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
@@ -28,6 +29,8 @@ from pydantic import PrivateAttr
 from qrag_integrations.core.errors import QRAGError
 from qrag_integrations.core.options import check_options
 from qrag_integrations.core.search import Hit
+
+logger = logging.getLogger("qrag_integrations")
 from qrag_integrations.core.validation import check_query
 from qrag_integrations.frameworks.conversion import hit_to_langchain, hit_to_llama_index
 
@@ -187,7 +190,8 @@ class LangChainFace(LCBaseRetriever, SearchFace):
 
     def _prefetch(self, inputs: Sequence[Any], options: dict[str, Any]) -> dict[str, list[Hit]]:
         """Hits of every valid question of a batch, from one search pass (empty if it fails:
-        each question then searches, and fails, on its own)."""
+        each question then searches, and fails, on its own; a failure other than a refused
+        option is also logged, with its cause)."""
         good = []
         for query in dict.fromkeys(q for q in inputs if isinstance(q, str)):
             try:
@@ -199,7 +203,17 @@ class LangChainFace(LCBaseRetriever, SearchFace):
             return {}
         try:
             hits = self.search(good, **options)
-        except Exception:  # noqa: BLE001 - reported by each question's own invoke
+        except QRAGError:  # a refused option: each question's own invoke raises it
+            return {}
+        except Exception as exc:  # noqa: BLE001 - logged; each question then searches alone
+            logger.warning(
+                "the batch search pass of %d questions failed (%s: %s); searching each question "
+                "on its own",
+                len(good),
+                type(exc).__name__,
+                exc,
+                exc_info=True,
+            )
             return {}
         return dict(zip(good, hits))
 
