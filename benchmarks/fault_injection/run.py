@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.harness.results import provenance, set_threads, write_json
-from qrag_integrations import QRAGRetriever, QRAGError
+from qrag_integrations import QRAGError, QRAGRetriever
 from qrag_integrations.core.defaults import resolve_packaged_checkpoint
 
 FAULTS = ("bit_flip", "truncate", "delete")

@@ -27,10 +27,11 @@ from safetensors.torch import save_file
 from transformers import PreTrainedTokenizerBase
 
 from qrag_integrations._version import __version__
+from qrag_integrations.core import validation
 from qrag_integrations.core.atomic import SaveKind, atomic_dir
 from qrag_integrations.core.config import QRAGConfig
-from qrag_integrations.core.encoder import MeanPoolEncoder
 from qrag_integrations.core.digests import files_under, seal
+from qrag_integrations.core.encoder import MeanPoolEncoder
 from qrag_integrations.core.errors import CheckpointError, DamagedCheckpointError
 from qrag_integrations.core.manifests import read_manifest_file
 
@@ -141,6 +142,7 @@ def save_pretrained(
         QRAGError: ``path`` is a file or a folder that is not a checkpoint (naming what is
             there), and ``overwrite`` is false.
     """
+    validation.check_path(path)
     path = Path(path)
     with atomic_dir(path, CHECKPOINT_SAVE, overwrite=overwrite) as tmp:
         write_checkpoint_files(model, tmp, card_notes, weights_dtype)

@@ -12,6 +12,7 @@ from typing import Any
 import torch
 from safetensors.torch import load_file, save_file
 
+from qrag_integrations.core import validation
 from qrag_integrations.core.atomic import SaveKind, atomic_dir
 from qrag_integrations.core.chunks import Chunk, Snapshot
 from qrag_integrations.core.digests import seal, verify_files
@@ -75,6 +76,7 @@ def write_index_folder(
         QRAGError: a metadata value would not load back as it is, a text is not valid Unicode,
             or something that is not a saved index is at ``path``; nothing is written.
     """
+    validation.check_path(path)
     manifest = {"format": INDEX_FORMAT, "format_version": INDEX_FORMAT_VERSION, **manifest}
     for c in snap.chunks:
         problem = _json_problem(c.metadata, "metadata")
@@ -131,6 +133,7 @@ def read_index_folder(path: str | os.PathLike[str], expected_dim: int | None = N
         IndexMismatchError: embedding size differs from ``expected_dim``.
         QRAGError: missing or corrupt files.
     """
+    validation.check_path(path)
     path = Path(path)
     manifest = read_index_manifest(path)
     try:

@@ -28,8 +28,8 @@ from qrag_integrations.core.checkpoint import (
 )
 from qrag_integrations.core.config import QRAGConfig
 from qrag_integrations.core.defaults import default_checkpoint, resolve_packaged_checkpoint
-from qrag_integrations.core.encoder import MeanPoolEncoder
 from qrag_integrations.core.digests import verify_files
+from qrag_integrations.core.encoder import MeanPoolEncoder
 from qrag_integrations.core.errors import CheckpointError, DamagedCheckpointError
 from qrag_integrations.core.manifests import safetensors_shapes
 from qrag_integrations.core.model import QRAGModel
@@ -181,6 +181,8 @@ def load_model(
         CheckpointError: missing, corrupt or mismatching files, with the problem named.
     """
     validation.check_device(device)
+    if checkpoint is not None:
+        validation.check_path(checkpoint, "checkpoint")
     if checkpoint is None:
         checkpoint = default_checkpoint()
     checkpoint = resolve_packaged_checkpoint(checkpoint)

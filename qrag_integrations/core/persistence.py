@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from qrag_integrations.core import validation
 from qrag_integrations.core.atomic import SaveKind, atomic_dir
 from qrag_integrations.core.checkpoint import chunk_encoder_fingerprint, write_checkpoint_files
 from qrag_integrations.core.digests import check_manifest, seal
@@ -70,6 +71,7 @@ def save_retriever(
         QRAGError: ``path`` holds something else and ``overwrite`` is false, or a setting is not
             JSON-serialisable.
     """
+    validation.check_path(path)
     embed_model = not is_named_model(settings.get("checkpoint"))
     fingerprint = chunk_encoder_fingerprint(model)
     try:
@@ -116,6 +118,7 @@ def read_retriever(path: str | os.PathLike[str], device: str | None = None) -> S
         QRAGError: missing or corrupt files.
         IndexMismatchError: the index was built with another chunk encoder.
     """
+    validation.check_path(path)
     path = Path(path)
     try:
         saved = json.loads((path / SETTINGS_FILE).read_text(encoding="utf-8"))

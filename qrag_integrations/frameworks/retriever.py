@@ -313,6 +313,8 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
                 changes a pick.
         """
         texts = validation.check_texts(texts)
+        validation.check_metadatas(metadatas)
+        validation.check_optional_str(doc_id, "doc_id")
         metas = metadatas if metadatas is not None and len(metadatas) == len(texts) else None
         # (a wrong length is refused with the other checks of the add)
         if metas is not None and all(isinstance(m, Mapping) or m is None for m in metas):
@@ -388,7 +390,7 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
 
     def get_by_ids(self, ids: Sequence[str]) -> list[LCDocument]:
         """Documents of the given chunk ids (unknown ids skipped)."""
-        return [chunk_to_langchain(c) for c in self._corpus.get(ids)]
+        return [chunk_to_langchain(c) for c in self._corpus.get(validation.as_ids(ids))]
 
     def _add(
         self,
@@ -424,8 +426,7 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
         Returns:
             Each question's hits in pick order.
         """
-        for q in queries:
-            validation.check_query(q)
+        queries = validation.check_queries(queries)
         k = self.k if k is None else k
         validation.check_k(k)
         stop_threshold = self.stop_threshold if stop_threshold is None else stop_threshold

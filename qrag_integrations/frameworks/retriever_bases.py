@@ -31,7 +31,7 @@ from qrag_integrations.core.options import check_options
 from qrag_integrations.core.search import Hit
 
 logger = logging.getLogger("qrag_integrations")
-from qrag_integrations.core.validation import check_query
+from qrag_integrations.core.validation import check_list, check_query
 from qrag_integrations.frameworks.conversion import hit_to_langchain, hit_to_llama_index
 
 #: ``invoke`` keyword naming the prefetched results of the ``batch`` call it belongs to.
@@ -184,6 +184,12 @@ class LangChainFace(LCBaseRetriever, SearchFace):
     def _begin_batch(self, inputs: Sequence[Any], kwargs: Mapping[str, Any], method: str) -> str:
         """Search every valid question of a batch call in one pass; the token its invokes pass."""
         options = _options(kwargs, f"{type(self).__name__}.{method}")
+        check_list(
+            inputs,
+            f"{method}'s inputs",
+            "questions",
+            "; invoke(question) takes one string" if isinstance(inputs, str) else "",
+        )
         token = uuid.uuid4().hex
         self._prefetched[token] = self._prefetch(inputs, options)
         return token
@@ -205,7 +211,7 @@ class LangChainFace(LCBaseRetriever, SearchFace):
             hits = self.search(good, **options)
         except QRAGError:  # a refused option: each question's own invoke raises it
             return {}
-        except Exception as exc:  # noqa: BLE001 - logged; each question then searches alone
+        except Exception as exc:
             logger.warning(
                 "the batch search pass of %d questions failed (%s: %s); searching each question "
                 "on its own",

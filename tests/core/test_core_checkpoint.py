@@ -11,6 +11,7 @@ import pytest
 import safetensors
 import torch
 import transformers
+from saved_folders import drop_digests
 from transformers import BertModel
 
 import qrag_integrations
@@ -20,7 +21,6 @@ from qrag_integrations.core.config import QRAGConfig
 from qrag_integrations.core.errors import CheckpointError, QRAGError
 from qrag_integrations.core.loading import load_checkpoint_dir, load_model
 from qrag_integrations.core.model import QRAGModel
-from saved_folders import drop_digests
 
 TEXTS = [
     "mary went to the kitchen",

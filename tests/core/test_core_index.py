@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from saved_folders import drop_digests
 
 from qrag_integrations.core.errors import IndexMismatchError, QRAGError
 from qrag_integrations.core.index import ChunkIndex
-from saved_folders import drop_digests
 
 D = 8
 

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 import torch
 from safetensors.torch import load_file, save_file
+from saved_folders import drop_digests
 
 from qrag_integrations import ChunkIndex, QRAGConfig, QRAGError, QRAGModel, load_model
 from qrag_integrations.core import index_files as index_mod
 from qrag_integrations.core import loading as ckpt_mod
 from qrag_integrations.core.errors import CheckpointError
-from saved_folders import drop_digests
 
 #: Python a hostile folder ships: importing it writes the file it names (transformers would run
 #: a copy of it from its module cache, so the marker's path is absolute).

@@ -299,8 +299,10 @@ def write_folder(folder: Path, files: int, seed: int = 0) -> Path:
 
     for i in range(files):
         paragraphs = [
-            f"{town(i)} lies on the river. It was founded in {rng.randint(1100, 1900)} by "
-            f"Oren Kask. About {rng.randint(200, 9000)} people live there.",
+            (
+                f"{town(i)} lies on the river. It was founded in {rng.randint(1100, 1900)} by "
+                f"Oren Kask. About {rng.randint(200, 9000)} people live there."
+            ),
             f"Its twin town is {town(i + 1)}, {rng.randint(3, 90)} miles upstream.",
         ]
         if i % 7 == 0:
