@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -146,7 +147,22 @@ def read_index_folder(path: str | os.PathLike[str], expected_dim: int | None = N
             f"the index at {path} holds {dim}-dimensional embeddings but the model makes "
             f"{expected_dim}-dimensional ones; rebuild the index with this model"
         )
-    verify_files(path, manifest, MANIFEST_FILE, INDEX_FIX)
+    # The digests are checked in a thread while the files are parsed (hashing releases the GIL,
+    # so a load costs little more than without them); a damaged file is the error reported,
+    # also where parsing it failed first.
+    with ThreadPoolExecutor(1) as pool:
+        verified = pool.submit(verify_files, path, manifest, MANIFEST_FILE, INDEX_FIX)
+        try:
+            folder = _read_files(path, manifest, dim, dtype)
+        except QRAGError:
+            verified.result()
+            raise
+        verified.result()
+    return folder
+
+
+def _read_files(path: Path, manifest: dict[str, Any], dim: int, dtype: torch.dtype) -> IndexFolder:
+    """The embeddings and records of an index folder, checked against its manifest."""
     # The header first: the manifest and the file must agree before anything is read in.
     shapes = safetensors_shapes(path / EMBEDDINGS_FILE)
     if shapes != {"embeddings": (manifest.get("size"), dim)}:
