@@ -126,6 +126,9 @@ def verify_files(
         return
     for name, expected in digests["files"].items():
         file = folder / name
+        if Path(name).is_absolute() or ".." in Path(name).parts:
+            # a manifest from someone else could name any file; only the folder's are read
+            raise error(f"corrupt {folder / manifest_name}: it records a file outside {folder}")
         if not file.is_file():
             raise error(f"{file} is missing (recorded in {folder / manifest_name}); {fix}")
         if file_digest(file, digests["algorithm"]) != expected:

@@ -97,3 +97,10 @@ def test_the_shipped_default_loads_without_a_warning(caplog: pytest.LogCaptureFi
     with caplog.at_level(logging.WARNING, logger="qrag_integrations"):
         load_model("packaged:qrag-babi-demo")
     assert caplog.records == []
+
+
+def test_a_digest_of_a_file_outside_the_folder_is_refused(saved_index: Path) -> None:
+    manifest = json.loads((saved_index / "index.json").read_text())
+    manifest[DIGESTS_KEY]["files"]["../outside"] = "0"
+    with pytest.raises(DamagedFileError, match="records a file outside"):
+        verify_files(saved_index, manifest, "index.json", "rebuild")
