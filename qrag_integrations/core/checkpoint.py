@@ -27,10 +27,12 @@ from safetensors.torch import save_file
 from transformers import PreTrainedTokenizerBase
 
 from qrag_integrations._version import __version__
+from qrag_integrations.core import validation
 from qrag_integrations.core.atomic import SaveKind, atomic_dir
 from qrag_integrations.core.config import QRAGConfig
+from qrag_integrations.core.digests import files_under, seal
 from qrag_integrations.core.encoder import MeanPoolEncoder
-from qrag_integrations.core.errors import CheckpointError
+from qrag_integrations.core.errors import CheckpointError, DamagedCheckpointError
 from qrag_integrations.core.manifests import read_manifest_file
 
 FORMAT_NAME = "qrag-checkpoint"
@@ -41,6 +43,8 @@ ENCODER_DIRS = {"state_encoder": "state_encoder", "chunk_encoder": "chunk_encode
 PARTIAL_WEIGHTS_FILE = "trained_weights.safetensors"
 CARD_FILE = "README.md"
 REFERENCE_FILES = ("model_best.pt", "model_last.pt")
+#: What to do about a damaged checkpoint, for error messages.
+CHECKPOINT_FIX = "download or export the checkpoint again"
 
 
 class SavableModel(Protocol):
@@ -138,6 +142,7 @@ def save_pretrained(
         QRAGError: ``path`` is a file or a folder that is not a checkpoint (naming what is
             there), and ``overwrite`` is false.
     """
+    validation.check_path(path)
     path = Path(path)
     with atomic_dir(path, CHECKPOINT_SAVE, overwrite=overwrite) as tmp:
         write_checkpoint_files(model, tmp, card_notes, weights_dtype)
@@ -174,8 +179,10 @@ def write_checkpoint_files(
         for attr, sub in ENCODER_DIRS.items():
             encoder: MeanPoolEncoder = getattr(model, attr)
             encoder.model.save_pretrained(folder / sub, safe_serialization=True)
-    (folder / CONFIG_FILE).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     (folder / CARD_FILE).write_text(model_card(manifest, card_notes), encoding="utf-8")
+    # every file so far but the card, which loading never reads (and users edit, e.g. on a hub)
+    manifest = seal(manifest, folder, files_under(folder, skip={CARD_FILE}))
+    (folder / CONFIG_FILE).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
 
 
 def model_card(manifest: dict[str, Any], notes: str = "") -> str:
@@ -214,5 +221,12 @@ def model_card(manifest: dict[str, Any], notes: str = "") -> str:
 def read_manifest(path: Path) -> dict[str, Any]:
     """Read and check ``qrag_config.json``."""
     return read_manifest_file(
-        path, CONFIG_FILE, FORMAT_NAME, FORMAT_VERSION, "Q-RAG checkpoint", CheckpointError
+        path,
+        CONFIG_FILE,
+        FORMAT_NAME,
+        FORMAT_VERSION,
+        "Q-RAG checkpoint",
+        CheckpointError,
+        fix=CHECKPOINT_FIX,
+        damaged=DamagedCheckpointError,
     )

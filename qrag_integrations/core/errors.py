@@ -9,6 +9,15 @@ class CheckpointError(QRAGError):
     """A checkpoint or base encoder is missing, corrupt or does not match."""
 
 
+class DamagedFileError(QRAGError):
+    """A saved file is missing or does not hold what was written (its recorded sha256 differs):
+    damaged on disk or in transfer."""
+
+
+class DamagedCheckpointError(DamagedFileError, CheckpointError):
+    """A checkpoint file is missing or does not hold what was written."""
+
+
 class IndexMismatchError(QRAGError):
     """A saved index does not fit the model it is loaded with (embedding size, model hash)."""
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -12,8 +13,10 @@ from typing import Any
 import torch
 from safetensors.torch import load_file, save_file
 
+from qrag_integrations.core import validation
 from qrag_integrations.core.atomic import SaveKind, atomic_dir
 from qrag_integrations.core.chunks import Chunk, Snapshot
+from qrag_integrations.core.digests import seal, verify_files
 from qrag_integrations.core.errors import IndexMismatchError, QRAGError
 from qrag_integrations.core.manifests import read_manifest_file, safetensors_shapes
 
@@ -31,6 +34,8 @@ INDEX_SAVE = SaveKind(
     MANIFEST_FILE,
     INDEX_FORMAT,
 )
+#: What to do about a damaged saved index, for error messages.
+INDEX_FIX = "rebuild the index from your texts (or restore the folder from a backup)"
 #: Deepest metadata nesting a save accepts.
 MAX_METADATA_DEPTH = 64
 
@@ -56,7 +61,7 @@ def _json_problem(value: Any, where: str, depth: int = 0) -> str | None:
 def read_index_manifest(path: str | os.PathLike[str]) -> dict[str, Any]:
     """The ``index.json`` of a saved index, checked."""
     return read_manifest_file(
-        Path(path), MANIFEST_FILE, INDEX_FORMAT, INDEX_FORMAT_VERSION, "saved index"
+        Path(path), MANIFEST_FILE, INDEX_FORMAT, INDEX_FORMAT_VERSION, "saved index", fix=INDEX_FIX
     )
 
 
@@ -72,6 +77,7 @@ def write_index_folder(
         QRAGError: a metadata value would not load back as it is, a text is not valid Unicode,
             or something that is not a saved index is at ``path``; nothing is written.
     """
+    validation.check_path(path)
     manifest = {"format": INDEX_FORMAT, "format_version": INDEX_FORMAT_VERSION, **manifest}
     for c in snap.chunks:
         problem = _json_problem(c.metadata, "metadata")
@@ -105,6 +111,7 @@ def write_index_folder(
             str(tmp / EMBEDDINGS_FILE),
         )
         (tmp / RECORDS_FILE).write_bytes(records)
+        manifest = seal(manifest, tmp, [EMBEDDINGS_FILE, RECORDS_FILE])
         (tmp / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
 
 
@@ -127,6 +134,7 @@ def read_index_folder(path: str | os.PathLike[str], expected_dim: int | None = N
         IndexMismatchError: embedding size differs from ``expected_dim``.
         QRAGError: missing or corrupt files.
     """
+    validation.check_path(path)
     path = Path(path)
     manifest = read_index_manifest(path)
     try:
@@ -139,6 +147,22 @@ def read_index_folder(path: str | os.PathLike[str], expected_dim: int | None = N
             f"the index at {path} holds {dim}-dimensional embeddings but the model makes "
             f"{expected_dim}-dimensional ones; rebuild the index with this model"
         )
+    # The digests are checked in a thread while the files are parsed (hashing releases the GIL,
+    # so a load costs little more than without them); a damaged file is the error reported,
+    # also where parsing it failed first.
+    with ThreadPoolExecutor(1) as pool:
+        verified = pool.submit(verify_files, path, manifest, MANIFEST_FILE, INDEX_FIX)
+        try:
+            folder = _read_files(path, manifest, dim, dtype)
+        except QRAGError:
+            verified.result()
+            raise
+        verified.result()
+    return folder
+
+
+def _read_files(path: Path, manifest: dict[str, Any], dim: int, dtype: torch.dtype) -> IndexFolder:
+    """The embeddings and records of an index folder, checked against its manifest."""
     # The header first: the manifest and the file must agree before anything is read in.
     shapes = safetensors_shapes(path / EMBEDDINGS_FILE)
     if shapes != {"embeddings": (manifest.get("size"), dim)}:

@@ -17,6 +17,7 @@ from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedTokeniz
 
 from qrag_integrations.core import validation
 from qrag_integrations.core.checkpoint import (
+    CHECKPOINT_FIX,
     CONFIG_FILE,
     ENCODER_DIRS,
     PARTIAL_WEIGHTS_FILE,
@@ -27,8 +28,9 @@ from qrag_integrations.core.checkpoint import (
 )
 from qrag_integrations.core.config import QRAGConfig
 from qrag_integrations.core.defaults import default_checkpoint, resolve_packaged_checkpoint
+from qrag_integrations.core.digests import verify_files
 from qrag_integrations.core.encoder import MeanPoolEncoder
-from qrag_integrations.core.errors import CheckpointError
+from qrag_integrations.core.errors import CheckpointError, DamagedCheckpointError
 from qrag_integrations.core.manifests import safetensors_shapes
 from qrag_integrations.core.model import QRAGModel
 
@@ -110,6 +112,7 @@ def load_checkpoint_dir(
     """Load a checkpoint folder written by :func:`save_pretrained`."""
     path = Path(path)
     manifest = read_manifest(path)
+    verify_files(path, manifest, CONFIG_FILE, CHECKPOINT_FIX, DamagedCheckpointError)
     try:
         config = QRAGConfig.from_dict(manifest["config"])
     except (KeyError, TypeError, ValueError) as exc:
@@ -178,6 +181,8 @@ def load_model(
         CheckpointError: missing, corrupt or mismatching files, with the problem named.
     """
     validation.check_device(device)
+    if checkpoint is not None:
+        validation.check_path(checkpoint, "checkpoint")
     if checkpoint is None:
         checkpoint = default_checkpoint()
     checkpoint = resolve_packaged_checkpoint(checkpoint)

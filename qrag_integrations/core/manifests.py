@@ -9,7 +9,8 @@ from typing import Any
 
 from safetensors import SafetensorError, safe_open
 
-from qrag_integrations.core.errors import QRAGError
+from qrag_integrations.core.digests import check_manifest
+from qrag_integrations.core.errors import DamagedFileError, QRAGError
 
 
 def read_manifest_file(
@@ -19,8 +20,10 @@ def read_manifest_file(
     max_version: int,
     what: str,
     error: type[QRAGError] = QRAGError,
+    fix: str = "save it again",
+    damaged: type[DamagedFileError] = DamagedFileError,
 ) -> dict[str, Any]:
-    """Read ``folder/name`` and check its ``format`` and ``format_version``.
+    """Read ``folder/name`` and check its ``format``, ``format_version`` and own digest.
 
     Args:
         folder: the saved folder.
@@ -29,9 +32,12 @@ def read_manifest_file(
         max_version: newest ``format_version`` this library reads.
         what: what the folder should be, for messages ("Q-RAG checkpoint", "saved index").
         error: exception class to raise.
+        fix: what to do about a damaged manifest, for its message.
+        damaged: exception class for a manifest whose content differs from what was saved.
 
     Raises:
         error: missing, unreadable, foreign or too new manifest, with the file named.
+        damaged: the manifest's recorded digest does not match its content.
     """
     file = folder / name
     try:
@@ -47,6 +53,7 @@ def read_manifest_file(
         raise error(
             f"{file} has format_version {version!r}; this library reads up to {max_version}"
         )
+    check_manifest(manifest, file, fix, damaged)
     return manifest
 
 

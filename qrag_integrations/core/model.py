@@ -14,7 +14,6 @@ from collections.abc import Callable, Iterator, Sequence
 
 import torch
 from torch import nn
-from tqdm.auto import tqdm
 from transformers import PreTrainedTokenizerBase
 
 from qrag_integrations.core.checkpoint import save_pretrained
@@ -25,6 +24,7 @@ from qrag_integrations.core.onnx_backend import BACKENDS, QUANTIZE_OF, OnnxEncod
 from qrag_integrations.core.openvino_backend import OpenVinoEncoder, openvino_encoder
 from qrag_integrations.core.positions import rotate_as
 from qrag_integrations.core.precision import AutocastEncoder
+from qrag_integrations.core.progress import progress_bar
 
 #: Texts tokenized at a time to count their tokens (:meth:`QRAGModel.length_order`).
 LENGTH_WINDOW = 4096
@@ -312,7 +312,7 @@ class QRAGModel(nn.Module):
         if n == 0:
             return out
         order = self.length_order(texts, self.config.max_chunk_tokens)
-        bar = tqdm(total=n, desc="embedding chunks", unit="chunk", disable=not show_progress)
+        bar = progress_bar(n, "embedding chunks", "chunk", show_progress)
         for start in range(0, n, batch_size):
             ids = order[start : start + batch_size]
             encoder = self.chunk_encoder if self._inference is None else self._inference["chunk"]

@@ -20,8 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from qrag_integrations.core import validation
 from qrag_integrations.core.atomic import SaveKind, atomic_dir
 from qrag_integrations.core.checkpoint import chunk_encoder_fingerprint, write_checkpoint_files
+from qrag_integrations.core.digests import check_manifest, seal
 from qrag_integrations.core.errors import IndexMismatchError, QRAGError
 from qrag_integrations.core.index import ChunkIndex
 from qrag_integrations.core.loading import load_model
@@ -36,6 +38,8 @@ RETRIEVER_SAVE = SaveKind(
     SETTINGS_FILE,
     RETRIEVER_FORMAT,
 )
+#: What to do about a damaged saved retriever, for error messages.
+RETRIEVER_FIX = "save the retriever again, or rebuild it from your texts"
 
 
 def is_named_model(checkpoint: str | None) -> bool:
@@ -67,21 +71,18 @@ def save_retriever(
         QRAGError: ``path`` holds something else and ``overwrite`` is false, or a setting is not
             JSON-serialisable.
     """
+    validation.check_path(path)
     embed_model = not is_named_model(settings.get("checkpoint"))
     fingerprint = chunk_encoder_fingerprint(model)
     try:
-        settings_json = (
-            json.dumps(
-                {
-                    "format": RETRIEVER_FORMAT,
-                    "format_version": 1,
-                    "settings": settings,
-                    "model_in_folder": embed_model,
-                },
-                indent=2,
-            )
-            + "\n"
-        )
+        saved = {
+            "format": RETRIEVER_FORMAT,
+            "format_version": 1,
+            "settings": settings,
+            "model_in_folder": embed_model,
+        }
+        # its own digest only: the model and index folders record theirs
+        settings_json = json.dumps(seal(saved, Path(path), []), indent=2) + "\n"
     except (TypeError, ValueError) as exc:
         raise QRAGError(
             f"the retriever's settings must be JSON-serialisable to save it: {exc}"
@@ -117,6 +118,7 @@ def read_retriever(path: str | os.PathLike[str], device: str | None = None) -> S
         QRAGError: missing or corrupt files.
         IndexMismatchError: the index was built with another chunk encoder.
     """
+    validation.check_path(path)
     path = Path(path)
     try:
         saved = json.loads((path / SETTINGS_FILE).read_text(encoding="utf-8"))
@@ -130,6 +132,7 @@ def read_retriever(path: str | os.PathLike[str], device: str | None = None) -> S
         raise QRAGError(f"{path} is not a saved QRAGRetriever: {SETTINGS_FILE} is missing") from exc
     except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as exc:
         raise QRAGError(f"corrupt {path / SETTINGS_FILE}: {exc}") from exc
+    check_manifest(saved, path / SETTINGS_FILE, RETRIEVER_FIX)
     if device is not None:
         settings["device"] = device
     model_ref = (

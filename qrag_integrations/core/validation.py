@@ -4,7 +4,8 @@ naming it, before any work is done (framework-free)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+import os
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from qrag_integrations.core.errors import QRAGError
@@ -19,10 +20,48 @@ def check_k(k: Any) -> None:
 def check_query(query: Any) -> None:
     """A query must be a non-blank string of valid Unicode."""
     if not isinstance(query, str):
-        raise QRAGError(f"query must be a string, got {type(query).__name__}")
+        several = isinstance(query, (list, tuple))
+        hint = "; search(questions) and batch(questions) take several" if several else ""
+        raise QRAGError(f"query must be a string, got {type(query).__name__}{hint}")
     if not query.strip():
         raise QRAGError("query is empty")
     check_unicode(query, "query")
+
+
+def check_list(value: Any, what: str, items: str, hint: str = "") -> list[Any]:
+    """``value`` as a list, or a :class:`QRAGError` naming the list of ``items`` expected (a bare
+    string, a mapping or something that is not a collection is refused; ``hint`` is appended)."""
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        got = "a single string" if isinstance(value, str) else type(value).__name__
+        raise QRAGError(f"{what} must be a list of {items}, got {got}{hint}")
+    return list(value)
+
+
+def check_queries(queries: Any, method: str = "search") -> list[str]:
+    """Several questions: a list of non-blank strings (a single string names ``invoke``)."""
+    queries = check_list(
+        queries,
+        f"{method}'s questions",
+        "strings",
+        "; invoke(question) and retrieve(question) take one string, or pass [question]"
+        if isinstance(queries, str)
+        else "",
+    )
+    for q in queries:
+        check_query(q)
+    return queries
+
+
+def check_path(path: Any, what: str = "path") -> None:
+    """A folder or file path: a ``str`` or an ``os.PathLike``."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise QRAGError(f"{what} must be a str or os.PathLike, got {type(path).__name__}")
+
+
+def check_optional_str(value: Any, what: str) -> None:
+    """``None`` or a string."""
+    if value is not None and not isinstance(value, str):
+        raise QRAGError(f"{what} must be a string or None, got {type(value).__name__}")
 
 
 def check_unicode(text: str, what: str) -> None:
@@ -50,8 +89,10 @@ def check_stop_threshold(threshold: Any) -> None:
 def check_texts(texts: Any) -> list[str]:
     """Chunk texts as a list; a bare string or an item that is not a string is refused."""
     if isinstance(texts, str):
-        raise QRAGError("texts must be a sequence of strings, not a single string")
-    texts = list(texts)
+        raise QRAGError(
+            "texts must be a sequence of strings, not a single string (pass [text] for one)"
+        )
+    texts = check_list(texts, "texts", "strings")
     bad = [i for i, t in enumerate(texts) if not isinstance(t, str)]
     if bad:
         raise QRAGError(f"texts must be strings; item {bad[0]} is {type(texts[bad[0]]).__name__}")
@@ -102,3 +143,9 @@ def as_ids(ids: Any) -> list[str]:
     if isinstance(ids, (str, bytes)) or not isinstance(ids, Iterable):
         raise QRAGError(f"ids must be a list of ids, got {type(ids).__name__}")
     return [str(i) for i in ids]
+
+
+def check_metadatas(metadatas: Any) -> None:
+    """``None`` or a list with one dict (or ``None``) per text; the dicts are checked when added."""
+    if metadatas is not None:
+        check_list(metadatas, "metadatas", "dicts, one per text")

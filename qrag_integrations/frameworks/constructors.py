@@ -223,7 +223,7 @@ class RetrieverConstructors:
                 in-memory store of the same framework otherwise.
             into_collection: the target Qdrant collection (created if missing).
             batch_size: texts per chunk-encoder batch.
-            show_progress: a tqdm progress bar over the chunks.
+            show_progress: progress over the chunks (a bar, or log lines where none can be drawn).
             **kwargs: fields (``candidates_per_step``, ``document_key``, ``device``, ...),
                 ``model``, ``rank_by``.
         """

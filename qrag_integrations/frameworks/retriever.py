@@ -12,7 +12,6 @@ framework objects and chunks in :mod:`~qrag_integrations.frameworks.conversion`,
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -53,7 +52,7 @@ from qrag_integrations.frameworks.retriever_bases import LangChainFace, LlamaInd
 from qrag_integrations.stores.corpus import StoreCorpus, open_store
 from qrag_integrations.stores.search import StoreStats
 
-#: Adds of more chunks than this show a progress bar on a terminal (``show_progress=None``).
+#: Adds of more chunks than this show their progress (``show_progress=None``).
 PROGRESS_FROM = 1000
 
 #: Fields of the LangChain / LlamaIndex base classes that a save does not keep.
@@ -114,8 +113,8 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
     batch_size: int = Field(default=64, ge=1)
     """Chunks per encoder batch when embedding."""
     show_progress: bool | None = None
-    """Progress bar while embedding; ``None``: on for adds of over 1,000 chunks when stderr is a
-    terminal."""
+    """Progress while embedding (a bar on a terminal or in a notebook, else a log line every 5 s);
+    ``None``: on for adds of over 1,000 chunks; ``False`` silences it."""
     faiss_candidates: int | None = None
     """Approximate mode for very large indexes: FAISS pre-selects this many candidates per step."""
     scan: str = "exact"
@@ -313,6 +312,8 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
                 changes a pick.
         """
         texts = validation.check_texts(texts)
+        validation.check_metadatas(metadatas)
+        validation.check_optional_str(doc_id, "doc_id")
         metas = metadatas if metadatas is not None and len(metadatas) == len(texts) else None
         # (a wrong length is refused with the other checks of the add)
         if metas is not None and all(isinstance(m, Mapping) or m is None for m in metas):
@@ -388,7 +389,7 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
 
     def get_by_ids(self, ids: Sequence[str]) -> list[LCDocument]:
         """Documents of the given chunk ids (unknown ids skipped)."""
-        return [chunk_to_langchain(c) for c in self._corpus.get(ids)]
+        return [chunk_to_langchain(c) for c in self._corpus.get(validation.as_ids(ids))]
 
     def _add(
         self,
@@ -400,7 +401,7 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
     ) -> list[str]:
         progress = self.show_progress
         if progress is None:
-            progress = len(texts) > PROGRESS_FROM and sys.stderr.isatty()
+            progress = len(texts) > PROGRESS_FROM
         return self._corpus.add(
             texts, metas, ids, doc_ids, self.batch_size, progress, replace=replace
         )
@@ -424,8 +425,7 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
         Returns:
             Each question's hits in pick order.
         """
-        for q in queries:
-            validation.check_query(q)
+        queries = validation.check_queries(queries)
         k = self.k if k is None else k
         validation.check_k(k)
         stop_threshold = self.stop_threshold if stop_threshold is None else stop_threshold

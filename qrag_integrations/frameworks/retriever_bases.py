@@ -10,6 +10,7 @@ through ``_get_relevant_documents``), :class:`LlamaIndexFace` what LlamaIndex ca
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
@@ -28,7 +29,9 @@ from pydantic import PrivateAttr
 from qrag_integrations.core.errors import QRAGError
 from qrag_integrations.core.options import check_options
 from qrag_integrations.core.search import Hit
-from qrag_integrations.core.validation import check_query
+
+logger = logging.getLogger("qrag_integrations")
+from qrag_integrations.core.validation import check_list, check_query
 from qrag_integrations.frameworks.conversion import hit_to_langchain, hit_to_llama_index
 
 #: ``invoke`` keyword naming the prefetched results of the ``batch`` call it belongs to.
@@ -181,13 +184,20 @@ class LangChainFace(LCBaseRetriever, SearchFace):
     def _begin_batch(self, inputs: Sequence[Any], kwargs: Mapping[str, Any], method: str) -> str:
         """Search every valid question of a batch call in one pass; the token its invokes pass."""
         options = _options(kwargs, f"{type(self).__name__}.{method}")
+        check_list(
+            inputs,
+            f"{method}'s inputs",
+            "questions",
+            "; invoke(question) takes one string" if isinstance(inputs, str) else "",
+        )
         token = uuid.uuid4().hex
         self._prefetched[token] = self._prefetch(inputs, options)
         return token
 
     def _prefetch(self, inputs: Sequence[Any], options: dict[str, Any]) -> dict[str, list[Hit]]:
         """Hits of every valid question of a batch, from one search pass (empty if it fails:
-        each question then searches, and fails, on its own)."""
+        each question then searches, and fails, on its own; a failure other than a refused
+        option is also logged, with its cause)."""
         good = []
         for query in dict.fromkeys(q for q in inputs if isinstance(q, str)):
             try:
@@ -199,7 +209,17 @@ class LangChainFace(LCBaseRetriever, SearchFace):
             return {}
         try:
             hits = self.search(good, **options)
-        except Exception:  # noqa: BLE001 - reported by each question's own invoke
+        except QRAGError:  # a refused option: each question's own invoke raises it
+            return {}
+        except Exception as exc:
+            logger.warning(
+                "the batch search pass of %d questions failed (%s: %s); searching each question "
+                "on its own",
+                len(good),
+                type(exc).__name__,
+                exc,
+                exc_info=True,
+            )
             return {}
         return dict(zip(good, hits))
 

@@ -36,13 +36,13 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import torch
-from tqdm.auto import tqdm
 
 from qrag_integrations.cli_backend import add_backend_arguments, apply_backend, backend_summary
 from qrag_integrations.cli_errors import fail
 from qrag_integrations.core.errors import QRAGError
 from qrag_integrations.core.loading import load_model
 from qrag_integrations.core.model import QRAGModel
+from qrag_integrations.core.progress import Progress, progress_bar
 from qrag_integrations.ingest.sharded import Shard, embed_corpus, read_shards
 from qrag_integrations.ingest.sharded_store import write_shards
 
@@ -165,7 +165,7 @@ def default_name(path: Path) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", path.stem).lstrip(".") or "corpus"
 
 
-def _advancing(shards: Iterable[Shard], bar: tqdm) -> Iterator[Shard]:
+def _advancing(shards: Iterable[Shard], bar: Progress) -> Iterator[Shard]:
     """``shards``, moving ``bar`` by the rows of the shard before each next one (and the last)."""
     rows = 0
     for shard in shards:
@@ -271,7 +271,7 @@ def embed(args: argparse.Namespace, model: QRAGModel, name: str, total: int) -> 
     """The embedding pass; returns its summary."""
     start = time.perf_counter()
     texts, ids = _columns(read_rows(args.corpus, name), "text", "id")
-    with tqdm(total=total, desc="embedding", unit="chunk", disable=None) as bar:
+    with progress_bar(total, "embedding") as bar:
         result = embed_corpus(
             model,
             texts,
@@ -311,7 +311,7 @@ def write_store(
     try:
         source = QdrantSource(client, collection, model)
         texts, docs = _columns(read_rows(args.corpus, name), "text", "doc_id")
-        with tqdm(total=total, desc="writing", unit="chunk", disable=None) as bar:
+        with progress_bar(total, "writing") as bar:
             written = write_shards(
                 source, _advancing(read_shards(folder, model), bar), texts, doc_ids=docs
             )

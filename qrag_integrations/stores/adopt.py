@@ -18,11 +18,11 @@ from langchain_core.vectorstores import InMemoryVectorStore
 from llama_index.core.indices.vector_store.base import VectorStoreIndex
 from llama_index.core.vector_stores import SimpleVectorStore
 from llama_index.core.vector_stores.utils import metadata_dict_to_node
-from tqdm.auto import tqdm
 
 from qrag_integrations.core.chunks import document_sort_key
 from qrag_integrations.core.errors import QRAGError
 from qrag_integrations.core.model import QRAGModel
+from qrag_integrations.core.progress import progress_bar
 from qrag_integrations.frameworks.embeddings import QRAGEmbeddings
 from qrag_integrations.stores.corpus import open_store
 from qrag_integrations.stores.derived import Record, derive, written_by_qrag
@@ -85,7 +85,7 @@ def adopt(
         document_key: the metadata key naming a chunk's document (as the retriever's).
         batch_size: texts per chunk-encoder batch.
         write_batch: chunks embedded and written per step (what a crash can cost).
-        show_progress: a tqdm bar over the chunks.
+        show_progress: progress over the chunks (a bar, or log lines where none can be drawn).
 
     Returns:
         The target and what was written; search it with ``from_store(adopted.store,
@@ -112,7 +112,7 @@ def adopt(
     writer = open_store(into, model, into_collection, document_key=document_key)
     rows, documents = planned_rows(records, model_fingerprint(model), document_key)
     written = skipped = 0
-    with tqdm(total=len(rows), desc="adopting", unit="chunk", disable=not show_progress) as bar:
+    with progress_bar(len(rows), "adopting", "chunk", show_progress) as bar:
         for start in range(0, len(rows), write_batch):
             batch = rows[start : start + write_batch]
             there = set(writer.existing([r.id for r in batch]))

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 from safetensors.torch import load_file, save_file
+from saved_folders import drop_digests
 
 from qrag_integrations import ChunkIndex, QRAGConfig, QRAGError, QRAGModel, load_model
 from qrag_integrations.core import index_files as index_mod
@@ -31,8 +32,11 @@ def full_checkpoint(tiny_bert_dir: Path, tmp_path_factory: pytest.TempPathFactor
 
 @pytest.fixture
 def copy(full_checkpoint: Path, tmp_path: Path) -> Path:
-    """A copy of the full checkpoint to tamper with."""
-    return Path(shutil.copytree(full_checkpoint, tmp_path / "theirs"))
+    """A copy of the full checkpoint to tamper with, without the digests that would refuse any
+    edit as damage (someone else's folder may carry none, or recomputed ones)."""
+    folder = Path(shutil.copytree(full_checkpoint, tmp_path / "theirs"))
+    drop_digests(folder / "qrag_config.json")
+    return folder
 
 
 def edit_json(file: Path, **changes: object) -> None:
@@ -153,6 +157,7 @@ def test_partial_weights_of_other_shapes_are_refused_before_reading(
 ) -> None:
     model = QRAGModel.from_base(QRAGConfig(base_model=str(tiny_bert_dir), trainable_layers=1))
     model.save_pretrained(str(tmp_path / "partial"))
+    drop_digests(tmp_path / "partial" / "qrag_config.json")
     file = tmp_path / "partial" / "trained_weights.safetensors"
     weights = load_file(str(file))
     key = min(weights)
@@ -170,6 +175,7 @@ def test_an_index_manifest_size_is_checked_against_the_file_before_reading(
     index = ChunkIndex(8)
     index.add(["a", "b", "c"], torch.randn(3, 8))
     index.save(tmp_path / "idx")
+    drop_digests(tmp_path / "idx" / "index.json")
     edit_json(tmp_path / "idx" / "index.json", size=size)
     monkeypatch.setattr(index_mod, "load_file", never_called)
     with pytest.raises(

@@ -236,3 +236,51 @@ def test_bad_filter(retriever):
 def test_delete_needs_ids(retriever):
     with pytest.raises(QRAGError, match="delete needs ids"):
         retriever.delete()
+
+
+# -- arguments of the wrong type name the type expected ----------------------------------------------
+WRONG_TYPES = {
+    "search(str)": (
+        lambda r: r.search("a question"),
+        r"search's questions must be a list of strings, got a single string; invoke\(question\)",
+    ),
+    "search(int)": (lambda r: r.search(5), "search's questions must be a list of strings, got int"),
+    "invoke(list)": (
+        lambda r: r.invoke(["a question"]),
+        r"query must be a string, got list; search\(questions\) and batch\(questions\)",
+    ),
+    "batch(str)": (
+        lambda r: r.batch("a question"),
+        r"batch's inputs must be a list of questions, got a single string; invoke\(question\)",
+    ),
+    "batch(int)": (lambda r: r.batch(5), "batch's inputs must be a list of questions, got int"),
+    "add_texts(int)": (lambda r: r.add_texts(5), "texts must be a list of strings, got int"),
+    "add_texts(str)": (lambda r: r.add_texts("text"), r"not a single string \(pass \[text\]"),
+    "add_texts(metadatas=dict)": (
+        lambda r: r.add_texts(["a text"], metadatas={"src": "a"}),
+        "metadatas must be a list of dicts, one per text, got dict",
+    ),
+    "add_texts(doc_id=int)": (
+        lambda r: r.add_texts(["a text"], doc_id=5),
+        "doc_id must be a string or None, got int",
+    ),
+    "get_by_ids(str)": (lambda r: r.get_by_ids("x"), "ids must be a list of ids, got str"),
+    "save(int)": (lambda r: r.save(5), r"path must be a str or os.PathLike, got int"),
+    "load(int)": (lambda r: QRAGRetriever.load(5), r"path must be a str or os.PathLike, got int"),
+}
+
+
+@pytest.mark.parametrize("call", WRONG_TYPES, ids=list(WRONG_TYPES))
+def test_an_argument_of_the_wrong_type_names_the_type_expected(retriever, call):
+    size = len(retriever)
+    run, message = WRONG_TYPES[call]
+    with pytest.raises(QRAGError, match=message):
+        run(retriever)
+    assert len(retriever) == size
+
+
+def test_load_model_names_the_type_of_a_checkpoint():
+    from qrag_integrations import load_model
+
+    with pytest.raises(QRAGError, match="checkpoint must be a str or os.PathLike, got int"):
+        load_model(5)

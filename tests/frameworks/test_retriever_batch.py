@@ -212,3 +212,26 @@ def test_a_bad_question_among_concurrent_ones_fails_alone(memory):
     assert isinstance(bad, QRAGError)
     assert summary(good) == summary(memory.invoke("Where is Mary?"))
     assert summary(also_good) == summary(memory.invoke("Where is the milk?"))
+
+
+# -- a failing batch pass is logged, not swallowed ----------------------------------------------
+def test_a_failing_batch_pass_is_logged_with_its_cause(memory, monkeypatch, caplog):
+    """The one search pass of ``batch`` fails (here: a fault forced into the first call); each
+    question then searches on its own, and the failure is logged with its cause."""
+    real = type(memory).search
+    calls = []
+
+    def search(self: QRAGRetriever, queries: list[str], *args: Any, **kwargs: Any) -> Any:
+        calls.append(list(queries))
+        if len(calls) == 1:
+            raise RuntimeError("forced fault in the batch pass")
+        return real(self, queries, *args, **kwargs)
+
+    monkeypatch.setattr(type(memory), "search", search)
+    questions = QUESTIONS[:2]
+    with caplog.at_level("WARNING", logger="qrag_integrations"):
+        got = memory.batch(questions)
+    assert [summary(d) for d in got] == [summary(memory.invoke(q)) for q in questions]
+    assert calls[0] == questions  # the pass was tried, then one search per question
+    assert "forced fault in the batch pass" in caplog.text
+    assert "batch search pass of 2 questions failed" in caplog.text

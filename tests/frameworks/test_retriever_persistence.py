@@ -190,7 +190,7 @@ def test_swapped_model_folder_with_another_embedding_size(
     # Without the encoder fingerprint (older index), the size check names both sizes.
     manifest_file = tmp_path / "saved" / "index" / "index.json"
     manifest = json.loads(manifest_file.read_text(encoding="utf-8"))
-    del manifest["chunk_encoder_fingerprint"]
+    del manifest["chunk_encoder_fingerprint"], manifest["digests"]
     manifest_file.write_text(json.dumps(manifest), encoding="utf-8")
     with pytest.raises(IndexMismatchError, match="32-dimensional.*48-dimensional"):
         QRAGRetriever.load(tmp_path / "saved")
@@ -203,6 +203,7 @@ def test_tampered_checkpoint_setting_with_another_embedding_size(
     file = tmp_path / "saved" / "retriever.json"
     saved = json.loads(file.read_text(encoding="utf-8"))
     saved["settings"]["checkpoint"] = str(tiny_bert_dir_48)
+    del saved["digests"]  # an edit, not damage: the check behind the digests
     file.write_text(json.dumps(saved), encoding="utf-8")
     with pytest.raises(IndexMismatchError, match="rebuild"):
         QRAGRetriever.load(tmp_path / "saved")

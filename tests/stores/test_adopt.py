@@ -20,6 +20,7 @@ from llama_index.core.schema import NodeRelationship, RelatedNodeInfo, TextNode
 from llama_index.vector_stores.qdrant import QdrantVectorStore as LlamaQdrant
 from qdrant_client import QdrantClient, models
 
+from qrag_integrations.core import progress
 from qrag_integrations.core.config import PositionMode, QRAGConfig
 from qrag_integrations.core.errors import IndexMismatchError, QRAGError
 from qrag_integrations.core.model import QRAGModel
@@ -184,6 +185,7 @@ def test_an_interrupted_adoption_resumes(
         adopt(client, model, collection_name="plain", write_batch=4, show_progress=False)
     monkeypatch.setattr(QdrantSource, "write", write)
     assert client.count("plain-qrag").count == 8
+    monkeypatch.setattr(progress, "_drawable", lambda: True)  # a bar, as on a terminal
     done = adopt(client, model, collection_name="plain", write_batch=4)
     assert (done.written, done.skipped, done.collection_name) == (len(CHUNKS) - 8, 8, "plain-qrag")
     assert "adopting" in capsys.readouterr().err  # the progress bar

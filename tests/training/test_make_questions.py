@@ -5,6 +5,7 @@ trainer's sides, questions are unique, and a reader LLM's bad questions never re
 from __future__ import annotations
 
 import json
+import random
 import re
 import sys
 import types
@@ -283,3 +284,65 @@ def test_rules_turn_a_sentence_into_a_wh_question(
 
     (span,) = [s for s in answer_spans(sentence, set()) if s.text == answer]
     assert single_question(sentence, span) == question
+
+
+def write_folder(folder: Path, files: int, seed: int = 0) -> Path:
+    """``files`` text files about made-up towns, each naming the next as its twin (bridges); most
+    a few sentences, every seventh about 15 chunks long."""
+    rng = random.Random(seed)
+    folder.mkdir()
+    syllables = ["ka", "lo", "mer", "dun", "ves", "tor", "bri", "sal", "wen", "fal", "gor", "lin"]
+
+    def town(i: int) -> str:
+        parts = [syllables[(i // 12**k) % 12] for k in range(4)]
+        return "".join(parts).capitalize() + "ford"
+
+    for i in range(files):
+        paragraphs = [
+            (
+                f"{town(i)} lies on the river. It was founded in {rng.randint(1100, 1900)} by "
+                f"Oren Kask. About {rng.randint(200, 9000)} people live there."
+            ),
+            f"Its twin town is {town(i + 1)}, {rng.randint(3, 90)} miles upstream.",
+        ]
+        if i % 7 == 0:
+            paragraphs += [
+                f"In {rng.randint(1100, 1900)} the council of {town(i)} built "
+                f"{rng.randint(2, 40)} mills, and the harbour master wrote the count down in the "
+                "ledger kept at the old hall by the river, next to the market square."
+                for _ in range(40)
+            ]
+        (folder / f"doc_{i:05d}.txt").write_text("\n\n".join(paragraphs), encoding="utf-8")
+    return folder
+
+
+@pytest.mark.parametrize(
+    "files", [1, 3, 150, pytest.param(5000, marks=pytest.mark.slow, id="5000-slow")]
+)
+def test_the_command_works_with_its_defaults_on_folders_of_any_size(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], files: int
+) -> None:
+    folder = write_folder(tmp_path / "my_docs", files)
+    out = tmp_path / "lines.jsonl"
+    make_questions_main([str(folder), "--out", str(out)])  # a refusal would exit 2
+    assert "loaded back by the trainer's loader" in capsys.readouterr().out
+    assert out.read_text(encoding="utf-8").count("\n") >= 1
+
+
+def test_sources_longer_than_the_pool_need_no_more_documents() -> None:
+    """A bridge between two long documents already fills ``pool_chunks``: no top-up (this asked
+    ``random.sample`` for a negative count)."""
+    long_docs = [
+        {
+            "id": f"d{d}",
+            "text": "\n\n".join(
+                f"Harlan Vost{d} counted {n + 3} boats at Penmoor{d} in {1800 + n}. "
+                f"Its twin town is Penmoor{1 - d}."
+                for n in range(12)
+            ),
+        }
+        for d in range(2)
+    ]
+    settings = QuestionSettings(chunk_size=120, pool_chunks=4, splitter="sentences", split="none")
+    lines, _ = make_questions([*long_docs, *documents(6)], settings)
+    assert lines

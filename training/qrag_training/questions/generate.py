@@ -155,7 +155,8 @@ def make_questions(
     if not lines:
         raise QuestionGenerationError(
             f"no question passed the checks ({report.summary()}); the documents may be too short "
-            "or lack names and numbers to ask about"
+            "or lack names and numbers to ask about: a smaller --chunk-size (chunk_size) gives "
+            "more chunks to ask about, --reader (an LLM) writes questions the rules cannot"
         )
     return lines, report
 

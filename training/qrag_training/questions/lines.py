@@ -72,7 +72,10 @@ class LineBuilder:
         self._normalised = [normalise(d.text) for d in corpus.documents]
 
     def _fill(self, sources: set[int], need: int, marks: Sequence[str]) -> list[Excerpt]:
-        """Other documents of the sources' cluster, most shared names first, ``need`` chunks."""
+        """Other documents of the sources' cluster, most shared names first, ``need`` chunks
+        (none when the sources' excerpts already hold ``pool_chunks`` or more)."""
+        if need <= 0:
+            return []
         corpus = self.corpus
         cluster = corpus.clusters[next(iter(sources))]
         shared: Counter[int] = Counter()

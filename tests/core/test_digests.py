@@ -1,0 +1,106 @@
+"""Saves record a digest of each file they write; loads check them: a damaged file is refused by
+name with what to do, an older save without digests loads with one warning, and the packaged
+checkpoints carry theirs (no warning)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import pytest
+import torch
+from saved_folders import drop_digests
+
+from qrag_integrations import ChunkIndex, QRAGConfig, QRAGModel, load_model
+from qrag_integrations.core.digests import DIGESTS_KEY, files_under, verify_files
+from qrag_integrations.core.errors import CheckpointError, DamagedCheckpointError, DamagedFileError
+
+ASSETS = Path(__file__).resolve().parents[2] / "qrag_integrations" / "assets"
+
+
+def flip_bit(file: Path, at: int, bit: int = 0) -> None:
+    data = bytearray(file.read_bytes())
+    data[at] ^= 1 << bit
+    file.write_bytes(bytes(data))
+
+
+@pytest.fixture
+def saved_index(tmp_path: Path) -> Path:
+    index = ChunkIndex(8)
+    index.add(["a", "b", "c"], torch.randn(3, 8), metadatas=[{"n": i} for i in range(3)])
+    index.save(tmp_path / "idx")
+    return tmp_path / "idx"
+
+
+def test_one_flipped_bit_in_the_embeddings_is_refused_by_name(saved_index: Path) -> None:
+    file = saved_index / "embeddings.safetensors"
+    flip_bit(file, file.stat().st_size - 3)  # a value, not the header
+    with pytest.raises(DamagedFileError, match=r"corrupt .*embeddings\.safetensors.*rebuild"):
+        ChunkIndex.load(saved_index)
+
+
+def test_an_edited_manifest_value_is_refused(saved_index: Path) -> None:
+    manifest = json.loads((saved_index / "index.json").read_text())
+    manifest["doc_rank"] = {k: v + 1 for k, v in manifest["doc_rank"].items()}
+    (saved_index / "index.json").write_text(json.dumps(manifest))
+    with pytest.raises(DamagedFileError, match=r"corrupt .*index\.json: its content differs"):
+        ChunkIndex.load(saved_index)
+
+
+def test_a_lost_file_is_named(saved_index: Path) -> None:
+    (saved_index / "records.jsonl").unlink()
+    with pytest.raises(DamagedFileError, match=r"records\.jsonl is missing"):
+        ChunkIndex.load(saved_index)
+
+
+def test_a_flipped_bit_in_checkpoint_weights_is_refused(
+    tiny_bert_dir: Path, tmp_path: Path
+) -> None:
+    model = QRAGModel.from_base(QRAGConfig(base_model=str(tiny_bert_dir), trainable_layers=1))
+    model.save_pretrained(str(tmp_path / "ckpt"))
+    manifest = json.loads((tmp_path / "ckpt" / "qrag_config.json").read_text())
+    assert "README.md" not in manifest[DIGESTS_KEY]["files"]  # the card is not read on load
+    file = tmp_path / "ckpt" / "trained_weights.safetensors"
+    flip_bit(file, file.stat().st_size - 5, 3)
+    with pytest.raises(DamagedCheckpointError, match=r"trained_weights.*download or export"):
+        load_model(str(tmp_path / "ckpt"))
+    assert issubclass(DamagedCheckpointError, CheckpointError)
+
+
+def test_a_save_without_digests_loads_with_one_warning(
+    saved_index: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    before = ChunkIndex.load(saved_index)
+    drop_digests(saved_index / "index.json")
+    with caplog.at_level(logging.WARNING, logger="qrag_integrations"):
+        after = ChunkIndex.load(saved_index)
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "saved without file digests" in warnings[0].getMessage()
+    assert torch.equal(before.snapshot().embeddings, after.snapshot().embeddings)
+
+
+@pytest.mark.parametrize("asset", sorted(p.name for p in ASSETS.glob("*_checkpoint")))
+def test_the_packaged_checkpoints_carry_digests_that_match(
+    asset: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    folder = ASSETS / asset
+    manifest = json.loads((folder / "qrag_config.json").read_text())
+    recorded = set(manifest[DIGESTS_KEY]["files"])
+    assert recorded == set(files_under(folder, skip={"README.md", "qrag_config.json"}))
+    with caplog.at_level(logging.WARNING, logger="qrag_integrations"):
+        verify_files(folder, manifest, "qrag_config.json", "reinstall")
+    assert caplog.records == []
+
+
+def test_the_shipped_default_loads_without_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="qrag_integrations"):
+        load_model("packaged:qrag-babi-demo")
+    assert caplog.records == []
+
+
+def test_a_digest_of_a_file_outside_the_folder_is_refused(saved_index: Path) -> None:
+    manifest = json.loads((saved_index / "index.json").read_text())
+    manifest[DIGESTS_KEY]["files"]["../outside"] = "0"
+    with pytest.raises(DamagedFileError, match="records a file outside"):
+        verify_files(saved_index, manifest, "index.json", "rebuild")
