@@ -11,7 +11,9 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +31,10 @@ DIGESTS_KEY = "digests"
 HASHERS: dict[str, Callable[[], Any]] = {"xxh3_128": xxhash.xxh3_128, "sha256": hashlib.sha256}
 ALGORITHM = "xxh3_128"
 _BLOCK = 1 << 22
+#: What to do about a save without digests, for the warning.
+RESAVE = "save it again to add them"
+#: Folders found without digests inside :func:`collect_undigested` (per thread and task).
+_UNDIGESTED: ContextVar[list[Path] | None] = ContextVar("qrag_undigested", default=None)
 
 
 def file_digest(file: Path, algorithm: str = ALGORITHM) -> str:
@@ -68,6 +74,34 @@ def files_under(folder: Path, skip: Iterable[str] = ()) -> list[str]:
     )
 
 
+@contextmanager
+def collect_undigested() -> Iterator[list[Path]]:
+    """Within this block, :func:`verify_files` adds each folder it finds without digests to the
+    list yielded instead of warning, so that a load of several folders (a saved retriever: its
+    index and model) can warn once with :func:`warn_undigested`. The list is this thread's or
+    task's (a context variable); a worker thread adds to it when run in a copy of the context
+    (``contextvars.copy_context().run``)."""
+    found: list[Path] = []
+    token = _UNDIGESTED.set(found)
+    try:
+        yield found
+    finally:
+        _UNDIGESTED.reset(token)
+
+
+def warn_undigested(folder: Path, parts: Sequence[str] = (), fix: str = RESAVE) -> None:
+    """Log the one warning of a load of ``folder``, a save without digests (by an older
+    version); ``parts``: the names of its files or sub-folders found without them."""
+    inside = f" (in {', '.join(parts)})" if parts else ""
+    logger.warning(
+        "%s was saved without file digests%s by an older version, so damaged files in it cannot "
+        "be detected; %s",
+        folder,
+        inside,
+        fix,
+    )
+
+
 def check_manifest(
     manifest: dict[str, Any],
     file: Path,
@@ -104,7 +138,8 @@ def verify_files(
     error: type[DamagedFileError] = DamagedFileError,
 ) -> None:
     """Check every file ``manifest`` records a digest of (see :func:`seal`); a manifest without
-    digests (saved by an older version) logs one warning and passes.
+    digests (saved by an older version) passes with one warning, or, inside
+    :func:`collect_undigested`, adds ``folder`` to its list.
 
     Args:
         folder: the saved folder.
@@ -118,11 +153,11 @@ def verify_files(
     """
     digests = manifest.get(DIGESTS_KEY)
     if digests is None:
-        logger.warning(
-            "%s was saved without file digests (by an older version), so damaged files in it "
-            "cannot be detected; save it again to add them",
-            folder,
-        )
+        found = _UNDIGESTED.get()
+        if found is None:
+            warn_undigested(folder)
+        else:
+            found.append(folder)
         return
     for name, expected in digests["files"].items():
         file = folder / name

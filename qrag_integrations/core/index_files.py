@@ -3,6 +3,7 @@ safetensors and records as JSON lines, written atomically and read back without 
 
 from __future__ import annotations
 
+import contextvars
 import json
 import os
 from concurrent.futures import ThreadPoolExecutor
@@ -149,9 +150,12 @@ def read_index_folder(path: str | os.PathLike[str], expected_dim: int | None = N
         )
     # The digests are checked in a thread while the files are parsed (hashing releases the GIL,
     # so a load costs little more than without them); a damaged file is the error reported,
-    # also where parsing it failed first.
+    # also where parsing it failed first. In a copy of this context: a retriever's load collects
+    # the warning about a save without digests (digests.collect_undigested).
     with ThreadPoolExecutor(1) as pool:
-        verified = pool.submit(verify_files, path, manifest, MANIFEST_FILE, INDEX_FIX)
+        verified = pool.submit(
+            contextvars.copy_context().run, verify_files, path, manifest, MANIFEST_FILE, INDEX_FIX
+        )
         try:
             folder = _read_files(path, manifest, dim, dtype)
         except QRAGError:

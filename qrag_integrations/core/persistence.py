@@ -23,7 +23,13 @@ from typing import Any
 from qrag_integrations.core import validation
 from qrag_integrations.core.atomic import SaveKind, atomic_dir
 from qrag_integrations.core.checkpoint import chunk_encoder_fingerprint, write_checkpoint_files
-from qrag_integrations.core.digests import check_manifest, seal
+from qrag_integrations.core.digests import (
+    DIGESTS_KEY,
+    check_manifest,
+    collect_undigested,
+    seal,
+    warn_undigested,
+)
 from qrag_integrations.core.errors import IndexMismatchError, QRAGError
 from qrag_integrations.core.index import ChunkIndex
 from qrag_integrations.core.loading import load_model
@@ -138,14 +144,23 @@ def read_retriever(path: str | os.PathLike[str], device: str | None = None) -> S
     model_ref = (
         str(path / MODEL_DIR) if saved.get("model_in_folder") else settings.get("checkpoint")
     )
-    model = load_model(model_ref, device=settings.get("device", "cpu"))
-    manifest = ChunkIndex.read_manifest(path / INDEX_DIR)
-    if manifest.get("chunk_encoder_fingerprint") not in (None, chunk_encoder_fingerprint(model)):
-        raise IndexMismatchError(
-            f"the index in {path / INDEX_DIR} was embedded by a different chunk encoder than "
-            f"{model_ref!r}; rebuild it"
+    # a save without digests (an older version) warns once, here, not once per folder in it
+    with collect_undigested() as undigested:
+        model = load_model(model_ref, device=settings.get("device", "cpu"))
+        manifest = ChunkIndex.read_manifest(path / INDEX_DIR)
+        if manifest.get("chunk_encoder_fingerprint") not in (
+            None,
+            chunk_encoder_fingerprint(model),
+        ):
+            raise IndexMismatchError(
+                f"the index in {path / INDEX_DIR} was embedded by a different chunk encoder "
+                f"than {model_ref!r}; rebuild it"
+            )
+        index = ChunkIndex.load(
+            path / INDEX_DIR, expected_dim=model.embedding_dim, device=settings.get("device", "cpu")
         )
-    index = ChunkIndex.load(
-        path / INDEX_DIR, expected_dim=model.embedding_dim, device=settings.get("device", "cpu")
-    )
+    parts = [SETTINGS_FILE] if DIGESTS_KEY not in saved else []
+    parts += [str(p.relative_to(path)) if p.is_relative_to(path) else str(p) for p in undigested]
+    if parts:
+        warn_undigested(path, parts, "save it again to add them (QRAGRetriever.load, then .save)")
     return SavedRetriever(settings, model, index)

@@ -6,14 +6,20 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from pathlib import Path
 
 import pytest
 import torch
 from saved_folders import drop_digests
 
-from qrag_integrations import ChunkIndex, QRAGConfig, QRAGModel, load_model
-from qrag_integrations.core.digests import DIGESTS_KEY, files_under, verify_files
+from qrag_integrations import ChunkIndex, QRAGConfig, QRAGModel, QRAGRetriever, load_model
+from qrag_integrations.core.digests import (
+    DIGESTS_KEY,
+    collect_undigested,
+    files_under,
+    verify_files,
+)
 from qrag_integrations.core.errors import CheckpointError, DamagedCheckpointError, DamagedFileError
 
 ASSETS = Path(__file__).resolve().parents[2] / "qrag_integrations" / "assets"
@@ -78,6 +84,58 @@ def test_a_save_without_digests_loads_with_one_warning(
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1 and "saved without file digests" in warnings[0].getMessage()
     assert torch.equal(before.snapshot().embeddings, after.snapshot().embeddings)
+
+
+def warnings_of(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+
+
+def test_an_old_checkpoint_loads_with_one_warning(
+    tiny_bert_dir: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    load_model(str(tiny_bert_dir)).save_pretrained(str(tmp_path / "ckpt"))
+    drop_digests(tmp_path / "ckpt" / "qrag_config.json")
+    with caplog.at_level(logging.WARNING, logger="qrag_integrations"):
+        load_model(str(tmp_path / "ckpt"))
+    (warning,) = warnings_of(caplog)
+    assert "ckpt was saved without file digests" in warning and "save it again" in warning
+
+
+def test_an_old_retriever_save_loads_with_one_warning_then_saves_with_digests(
+    tiny_bert_dir: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A saved retriever without digests anywhere (retriever.json, index/, model/) warns once
+    for the save, not once per folder; saved again, it loads without a warning."""
+    load_model(str(tiny_bert_dir)).save_pretrained(str(tmp_path / "ckpt"))
+    texts = ["Mary went to the kitchen.", "John took the apple.", "The sky is blue."]
+    QRAGRetriever.from_texts(texts, checkpoint=str(tmp_path / "ckpt"), k=2).save(tmp_path / "r")
+    for manifest in ("retriever.json", "index/index.json", "model/qrag_config.json"):
+        drop_digests(tmp_path / "r" / manifest)
+    with caplog.at_level(logging.WARNING, logger="qrag_integrations"):
+        loaded = QRAGRetriever.load(tmp_path / "r")
+    (warning,) = warnings_of(caplog)
+    assert "r was saved without file digests (in retriever.json, model, index)" in warning
+    assert "save it again" in warning
+    caplog.clear()
+    loaded.save(tmp_path / "r")
+    with caplog.at_level(logging.WARNING, logger="qrag_integrations"):
+        QRAGRetriever.load(tmp_path / "r")
+    assert warnings_of(caplog) == []
+
+
+def test_collecting_in_one_thread_leaves_another_threads_warning(
+    saved_index: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    drop_digests(saved_index / "index.json")
+    manifest = json.loads((saved_index / "index.json").read_text())
+    other = threading.Thread(target=verify_files, args=(saved_index, manifest, "index.json", "-"))
+    with caplog.at_level(logging.WARNING, logger="qrag_integrations"):
+        with collect_undigested() as found:
+            verify_files(saved_index, manifest, "index.json", "-")
+            other.start()
+            other.join()
+        assert found == [saved_index]
+    assert len(warnings_of(caplog)) == 1  # the other thread's
 
 
 @pytest.mark.parametrize("asset", sorted(p.name for p in ASSETS.glob("*_checkpoint")))
