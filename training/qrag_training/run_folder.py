@@ -7,10 +7,12 @@ never rewritten: :func:`append_metrics`, :func:`read_metrics`), ``tb/``,
 ``out_dir/last`` and ``out_dir/best`` are ordinary Q-RAG checkpoint folders
 (:func:`qrag_integrations.load_model` reads them) with two additions:
 
-* ``train_config.yaml``: the resolved training config (also stored in ``QRAGConfig.extra``);
+* ``train_config.yaml``: the resolved training config (also stored in ``QRAGConfig.extra``;
+  written before the checkpoint's files, so ``qrag_config.json`` records its digest);
 * ``train_state/`` (``last`` only), everything else needed to continue the run:
 
-  - ``state.json``: counters, schedule, best metric, data-stream position, python / numpy RNGs;
+  - ``state.json``: counters, schedule, best metric, data-stream position, python / numpy RNGs,
+    and the digests of the two files below (:mod:`qrag_integrations.core.digests`);
   - ``tensors.safetensors``: target encoders (trained part) and torch / CUDA RNG states;
   - ``optimizer.pt``: the AdamW state dict, written with ``torch.save`` and read back with
     ``torch.load(weights_only=True)`` (plain tensors and numbers only; no code is unpickled).
@@ -35,7 +37,8 @@ from qrag_integrations.core.atomic import (
     write_json_atomic,
 )
 from qrag_integrations.core.checkpoint import CHECKPOINT_SAVE, write_checkpoint_files
-from qrag_integrations.core.errors import QRAGError
+from qrag_integrations.core.digests import DIGESTS_KEY, check_manifest, seal, verify_files
+from qrag_integrations.core.errors import DamagedFileError, QRAGError
 from qrag_integrations.core.model import QRAGModel
 
 STATE_DIR = "train_state"
@@ -107,18 +110,23 @@ def save_run_checkpoint(
     """Write a checkpoint folder (and, if ``state`` is given, the training state) atomically;
     ``path`` must be missing or an earlier checkpoint of a run."""
     with atomic_dir(path, RUN_CHECKPOINT_SAVE) as tmp:
+        # first, so that the checkpoint's manifest records its digest with the other files'
+        (tmp / CONFIG_YAML).write_text(config_yaml, encoding="utf-8")
         # into this scratch folder, not through save_pretrained: a nested atomic_dir would put
         # its own scratch folder next to ours, in out_dir
         write_checkpoint_files(model, tmp, card_notes=card_notes)
-        (tmp / CONFIG_YAML).write_text(config_yaml, encoding="utf-8")
         if state is not None:
             sdir = tmp / STATE_DIR
             sdir.mkdir()
-            write_json_atomic(sdir / STATE_JSON, {"format_version": STATE_FORMAT_VERSION, **state})
             save_file(
                 {k: v.contiguous() for k, v in (tensors or {}).items()}, str(sdir / TENSORS_FILE)
             )
             torch.save(optimizer_state or {}, sdir / OPTIMIZER_FILE)
+            # last, recording the digests of the two files (and its own)
+            manifest = {"format_version": STATE_FORMAT_VERSION, **state}
+            write_json_atomic(
+                sdir / STATE_JSON, seal(manifest, sdir, [TENSORS_FILE, OPTIMIZER_FILE])
+            )
 
 
 def has_train_state(path: Path) -> bool:
@@ -126,16 +134,40 @@ def has_train_state(path: Path) -> bool:
     return (path / STATE_DIR / STATE_JSON).is_file()
 
 
+def train_state_fix(path: Path) -> str:
+    """What to do about a damaged training state in the checkpoint folder ``path``."""
+    return (
+        f"restore {path} from a copy, or start the run afresh (resume=false with a new out_dir "
+        f"or overwrite=true, which moves this run aside; init_from={path} keeps its weights)"
+    )
+
+
 def load_train_state(
     path: Path, device: str | torch.device = "cpu"
 ) -> tuple[dict[str, Any], dict[str, torch.Tensor], dict[str, Any]]:
-    """Read ``(state, tensors, optimizer_state)`` from a checkpoint folder's ``train_state``."""
-    sdir = path / STATE_DIR
-    state = json.loads((sdir / STATE_JSON).read_text(encoding="utf-8"))
+    """Read ``(state, tensors, optimizer_state)`` from a checkpoint folder's ``train_state``,
+    after checking the digests its ``state.json`` records (one without them, from an older
+    version, is read with a warning: see :func:`~qrag_integrations.core.digests.verify_files`).
+
+    Raises:
+        DamagedFileError: a file of it is missing, unreadable or differs from what was saved,
+            named with what to do.
+        ValueError: a training state of another format version.
+    """
+    sdir, fix = path / STATE_DIR, train_state_fix(path)
+    try:
+        state = json.loads((sdir / STATE_JSON).read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise DamagedFileError(f"corrupt {sdir / STATE_JSON}: {exc}; {fix}") from exc
+    if not isinstance(state, dict):
+        raise DamagedFileError(f"corrupt {sdir / STATE_JSON}: not a JSON object; {fix}")
+    check_manifest(state, sdir / STATE_JSON, fix)
     if state.get("format_version") != STATE_FORMAT_VERSION:
         raise ValueError(
             f"{sdir}: unsupported training-state version {state.get('format_version')!r}"
         )
+    verify_files(sdir, state, STATE_JSON, fix)
+    state.pop(DIGESTS_KEY, None)
     tensors = load_file(str(sdir / TENSORS_FILE))
     optimizer_state = torch.load(sdir / OPTIMIZER_FILE, map_location=device, weights_only=True)
     return state, tensors, optimizer_state

@@ -47,6 +47,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
+from qrag_integrations.core.digests import collect_undigested, warn_undigested
 from qrag_training.baselines import distinct_text_embedder, greedy_retrieve
 from qrag_training.console import RunPlan, expected_updates, start_summary
 from qrag_training.data.episode import Episode
@@ -150,9 +151,22 @@ class Trainer:
         start_from = str(last) if self.resuming else run.init_from
         if start_from:
             logger.info("%s from %s", "resuming" if self.resuming else "starting", start_from)
-        model = build_run_model(
-            model_config_from(cfg), start_from, self.resuming, self.device, run.keep_init_settings
-        )
+        # the training state first (its digests checked: a damaged one is refused before the
+        # model loads); a folder saved by an older version, without digests, warns once
+        with collect_undigested() as undigested:
+            saved_state = load_train_state(last, self.device) if self.resuming else None
+            model = build_run_model(
+                model_config_from(cfg),
+                start_from,
+                self.resuming,
+                self.device,
+                run.keep_init_settings,
+            )
+        if undigested:  # one warning, for the folder the run starts from
+            if self.resuming:
+                warn_undigested(last, fix="the run's next save of it adds them")
+            else:
+                warn_undigested(undigested[0])
         model.config.extra = {"trainer": "qrag_training", "train_config": to_container(cfg)}
         ctx.broadcast_module(model)  # identical weights on every rank before targets are copied
         self.model = model.eval()
@@ -198,8 +212,8 @@ class Trainer:
         self.train_seconds = 0.0
         """Seconds of training so far (in every process of a resumed run): the time budget's."""
 
-        if self.resuming:
-            state, tensors, optimizer_state = load_train_state(last, self.device)
+        if saved_state is not None:
+            state, tensors, optimizer_state = saved_state
             self.agent.optimizer.load_state_dict(optimizer_state)
             self.agent.load_scalars(state["agent"])
             self.agent.load_target_tensors(
