@@ -31,7 +31,12 @@ SETTINGS = {
     "relative_step": int,
     "state_at_last_pick": _bool,
 }
-SEARCH_SETTINGS = {"lexical_depth": int, "lexical_steps": int, "lexical_gap": float}
+SEARCH_SETTINGS = {
+    "lexical_depth": int,
+    "lexical_steps": int,
+    "lexical_gap": float,
+    "lexical_weight": float,
+}
 
 
 def load_with_settings(spec: str) -> tuple[QRAGModel, SearchPolicy]:

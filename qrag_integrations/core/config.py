@@ -124,6 +124,10 @@ class QRAGConfig:
     its two best untaken chunks within this Q gap; BM25 then counts only chunks that name a
     question term no pick names yet (:mod:`~qrag_integrations.core.lexical`; recommended
     policy). ``None`` or 0: never."""
+    lexical_weight: float | None = None
+    """Fuse BM25 by score rather than rank: a fused step picks the best of Q's ``lexical_depth``
+    best by ``Q + lexical_weight * BM25 / the question's best BM25`` (recommended policy;
+    :mod:`~qrag_integrations.core.lexical`). ``None`` or 0: by reciprocal rank."""
     supersede_margin: float | None = None
     """A later restatement supersedes a pick (:mod:`~qrag_integrations.core.supersede`): the
     latest chunk of the pick's document after it whose Q-value is within this margin of the
@@ -167,6 +171,8 @@ class QRAGConfig:
             raise ValueError(f"lexical_steps must be None or >= 1, got {self.lexical_steps}")
         if self.lexical_gap is not None and not self.lexical_gap >= 0:
             raise ValueError(f"lexical_gap must be None or >= 0, got {self.lexical_gap}")
+        if self.lexical_weight is not None and not self.lexical_weight >= 0:
+            raise ValueError(f"lexical_weight must be None or >= 0, got {self.lexical_weight}")
         margin, similarity = self.supersede_margin, self.supersede_similarity
         if margin is not None and (isinstance(margin, bool) or not margin >= 0):
             raise ValueError(f"supersede_margin must be None or >= 0, got {margin!r}")

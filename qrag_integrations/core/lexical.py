@@ -8,6 +8,12 @@ ranking's ``depth`` best, re-ordered by BM25: a chunk that only BM25 ranks score
 ``1 / 61``, which Q's best chunk always reaches (and equals win in Q's order). The reported
 Q-value is the pick's exact Q.
 
+With a ``lexical_weight`` the fusion is by score instead of rank: the pick is the best of the
+same ``depth`` by ``Q + weight * BM25 / top``, ``top`` the question's best BM25 among the
+candidates, so a chunk BM25 ranks first gains ``weight`` over one that names no question term.
+A rank keeps no trace of how far apart two scores lie; a score does, which lets a strong lexical
+match overturn a small Q lead and leaves a large one alone.
+
 The first ``lexical_steps`` steps fuse always; with a ``lexical_gap`` a later step fuses only when
 the policy is unsure there, its two best untaken chunks within that Q gap of each other (else
 Q's best is the pick, as without fusion), and its BM25 ranking then counts only chunks that name
@@ -114,6 +120,10 @@ class LexicalRanker:
         scores = self._scores(cands, bm25_query(question)[0])
         return _head(scores, scores > 0, limit)
 
+    def scores(self, cands: CandidateSet, question: str) -> np.ndarray:
+        """BM25 of ``question`` for each candidate (document order among ``cands``)."""
+        return self._scores(cands, bm25_query(question)[0])
+
     def novel(
         self, cands: CandidateSet, question: str, picked: Sequence[int], limit: int | None = None
     ) -> np.ndarray:
@@ -121,15 +131,23 @@ class LexicalRanker:
         chunk names (a chunk names a term when the term's BM25 for it is positive); terms in
         :data:`~qrag_integrations.core.stopwords.ENGLISH_STOP_WORDS` never count. Ranked per
         call, not cut from a stored whole ranking: a batch would hold every hit of each question."""
+        scores, names = self.novel_scores(cands, question, picked)
+        return _head(scores, names, limit)
+
+    def novel_scores(
+        self, cands: CandidateSet, question: str, picked: Sequence[int]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """BM25 of ``question`` for each candidate (document order among ``cands``), and whether
+        each names a term of it that no picked chunk names (as :meth:`novel`)."""
         texts = [cands.chunk(r).text for r in picked]
         covered = set().union(*_bm25s().tokenize(texts, **TOKENS)) if texts else set()
         covered |= ENGLISH_STOP_WORDS
         tokens = bm25_query(question)[0]
+        scores = self._scores(cands, tokens)
         rest = [t for t in tokens if t not in covered]
         if not rest:
-            return np.empty(0, dtype=np.int64)
-        scores = self._scores(cands, tokens)
-        return _head(scores, (scores > 0) & (self._scores(cands, rest) > 0), limit)
+            return scores, np.zeros(scores.shape, dtype=bool)
+        return scores, (scores > 0) & (self._scores(cands, rest) > 0)
 
 
 def _head(scores: np.ndarray, hits: np.ndarray, limit: int | None) -> np.ndarray:
@@ -172,6 +190,21 @@ def fused_best(
     return next(hit for hit in dense if hit[0] == best)
 
 
+def weighted_best(
+    dense: list[Scored], lexical: np.ndarray, top: float, weight: float
+) -> Scored | None:
+    """The pick of one step by score fusion: the best of ``dense`` (Q's best untaken, best first)
+    by ``Q + weight * lexical[rank] / top`` (``lexical``: BM25 per candidate, ``top`` the
+    question's best; ``top <= 0`` leaves Q's order); first of equals in Q's order; ``None`` when
+    nothing is left."""
+    if not dense:
+        return None
+    if top <= 0:
+        return dense[0]
+    fused = [q + weight * float(lexical[r]) / top for r, q, _ in dense]
+    return dense[max(range(len(dense)), key=fused.__getitem__)]
+
+
 @dataclass(frozen=True)
 class Fusion:
     """Where one search fuses BM25 of its questions (:func:`fusion_of`)."""
@@ -189,6 +222,8 @@ class Fusion:
     """The first steps, which fuse always (``lexical_steps``)."""
     gap: float | None
     """A later step fuses where Q's two best untaken lie within this gap (``lexical_gap``)."""
+    weight: float = 0.0
+    """Fuse by score, ``Q + weight * BM25 / top`` (``lexical_weight``); 0: by rank."""
 
     def at(self, step: int) -> bool:
         """Whether step ``step`` (from 1) may fuse."""
@@ -203,11 +238,18 @@ class Fusion:
         gap = self.gap if step.number > self.steps else None
         best: list[Scored | None] = []
         for b, cands, picked, pool in zip(step.active, step.candidates, step.picked, pools):
-            words, dense = self.words[b], pool[: self.depth]
+            dense = pool[: self.depth]
+            sure = (
+                gap is not None and dense and (len(dense) == 1 or dense[0][1] - dense[1][1] >= gap)
+            )
+            if sure:
+                best.append(dense[0])  # the policy is sure here
+                continue
+            if self.weight and dense:
+                best.append(self._weighted(self.questions[b], cands, picked, dense, gap))
+                continue
+            words = self.words[b]
             if gap is not None and dense:
-                if len(dense) == 1 or dense[0][1] - dense[1][1] >= gap:
-                    best.append(dense[0])  # the policy is sure here
-                    continue
                 # enough of the cut ranking for ``depth`` untaken
                 words = self.ranker.novel(
                     cands,
@@ -217,6 +259,23 @@ class Fusion:
                 )
             best.append(fused_best(dense, words, picked, self.depth))
         return best
+
+    def _weighted(
+        self,
+        question: str,
+        cands: CandidateSet,
+        picked: Sequence[int],
+        dense: list[Scored],
+        gap: float | None,
+    ) -> Scored | None:
+        """:func:`weighted_best` of one question: BM25 of the question in the first steps, later
+        (``gap`` set) only of the chunks that name a question term no pick names."""
+        if gap is None:
+            whole = self.ranker.scores(cands, question)
+            return weighted_best(dense, whole, float(whole.max(initial=0.0)), self.weight)
+        whole, names = self.ranker.novel_scores(cands, question, picked)
+        lexical = np.where(names, whole, 0.0)
+        return weighted_best(dense, lexical, float(whole.max(initial=0.0)), self.weight)
 
 
 def fusion_of(
@@ -228,14 +287,20 @@ def fusion_of(
     depth: int | None,
     steps: int | None,
     gap: float | None,
+    weight: float = 0.0,
 ) -> Fusion | None:
     """The fusion of a search of ``k`` steps over ``candidates[b]`` for ``questions[b]`` (``b`` in
     ``active``) at ``depth`` (``None``: none), fusing always in the first ``steps`` (``None``:
-    every step) and after them where Q's two best lie within ``gap`` (``None`` or 0: never)."""
+    every step) and after them where Q's two best lie within ``gap`` (``None`` or 0: never); by
+    score at ``weight`` (0: by rank)."""
     if depth is None:
         return None
     steps = min(k, steps or k)
     gap = (gap or None) if steps < k else None
-    # as deep as the first steps' fusion may go
-    words = {b: ranker.ranking(candidates[b], questions[b], depth + steps) for b in active}
-    return Fusion(ranker, questions, words, depth, steps, gap)
+    # as deep as the first steps' fusion by rank may go (a fusion by score reads scores per step)
+    words = (
+        {}
+        if weight
+        else {b: ranker.ranking(candidates[b], questions[b], depth + steps) for b in active}
+    )
+    return Fusion(ranker, questions, words, depth, steps, gap, weight)

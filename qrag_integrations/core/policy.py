@@ -55,11 +55,14 @@ class SearchPolicy:
     """Restatement rule: a later restatement within this much of a pick's Q replaces it; None: off."""
     supersede_similarity: float = 0.8
     """Least cosine of two chunk embeddings for one to restate the other."""
+    lexical_weight: float = 0.0
+    """Fuse by score, Q + this * BM25 / the question's best BM25; 0: by reciprocal rank."""
 
     def __post_init__(self) -> None:
         _check_count("lexical_depth", self.lexical_depth, 0, none=False)
         _check_count("lexical_steps", self.lexical_steps, 1, none=True)
         _check_number("lexical_gap", self.lexical_gap, none=False)
+        _check_number("lexical_weight", self.lexical_weight, none=False)
         _check_number("supersede_margin", self.supersede_margin, none=True)
         similarity = self.supersede_similarity
         if isinstance(similarity, bool) or not isinstance(similarity, (int, float)):
@@ -75,6 +78,7 @@ class SearchPolicy:
         lexical_depth: int | None = None,
         lexical_steps: int | None = None,
         lexical_gap: float | None = None,
+        lexical_weight: float | None = None,
         supersede: bool | None = None,
     ) -> SearchPolicy:
         """The policy ``config``'s checkpoint recommends, with the rules given here changed
@@ -90,6 +94,7 @@ class SearchPolicy:
         _check_count("lexical_depth", lexical_depth, 0, none=True)
         _check_count("lexical_steps", lexical_steps, 1, none=True)
         _check_number("lexical_gap", lexical_gap, none=True)
+        _check_number("lexical_weight", lexical_weight, none=True)
         margin = config.supersede_margin
         if supersede is not None:
             margin = None if not supersede else DEFAULT_MARGIN if margin is None else margin
@@ -97,6 +102,9 @@ class SearchPolicy:
             lexical_depth=(config.lexical_depth or 0) if lexical_depth is None else lexical_depth,
             lexical_steps=config.lexical_steps if lexical_steps is None else lexical_steps,
             lexical_gap=(config.lexical_gap or 0.0) if lexical_gap is None else lexical_gap,
+            lexical_weight=(config.lexical_weight or 0.0)
+            if lexical_weight is None
+            else lexical_weight,
             supersede_margin=margin,
             supersede_similarity=config.supersede_similarity,
         )
@@ -114,7 +122,8 @@ class SearchPolicy:
                 if self.lexical_gap and self.lexical_steps is not None
                 else ""
             )
-            fusion = f"BM25 fusion: depth {self.lexical_depth}, {steps} step(s){later}"
+            by = f" by score (weight {self.lexical_weight:g})" if self.lexical_weight else ""
+            fusion = f"BM25 fusion{by}: depth {self.lexical_depth}, {steps} step(s){later}"
         else:
             fusion = "BM25 fusion: off"
         if self.supersede_margin is None:

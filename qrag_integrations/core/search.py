@@ -227,6 +227,7 @@ class MultiStepSearcher:
             policy.lexical_depth or None,
             policy.lexical_steps,
             policy.lexical_gap,
+            policy.lexical_weight,
         )
         margin = policy.supersede_margin
         for number in range(1, k + 1):

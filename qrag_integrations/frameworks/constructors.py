@@ -26,7 +26,9 @@ STORE_FIELDS = frozenset({"candidates_per_step", "check_exact"})
 #: Fields that only the in-memory index's scan uses (refused with a store).
 SCAN_FIELDS = frozenset({"scan", "rescore"})
 #: The search rules' fields: the same rules on every path, in memory and over a store.
-RULE_FIELDS = frozenset({"lexical_depth", "lexical_steps", "lexical_gap", "supersede"})
+RULE_FIELDS = frozenset(
+    {"lexical_depth", "lexical_steps", "lexical_gap", "lexical_weight", "supersede"}
+)
 
 
 def check_store_options(

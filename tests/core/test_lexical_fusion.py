@@ -34,12 +34,16 @@ def terms(text: str) -> set[str]:
     return set(bm25s.tokenize([text], stopwords="en", return_ids=False, show_progress=False)[0])
 
 
-def reference(model, index, query, k, depth, rows=None, steps=None, gap=None, gaps=None):
+def reference(
+    model, index, query, k, depth, rows=None, steps=None, gap=None, gaps=None, weight=0.0
+):
     """Per step: exact Q of every candidate at its layout position, the BM25 ranking of the
     question, reciprocal rank fusion of the top ``depth`` of each (ties: Q order); after
     ``steps`` steps (``None``: never), the best by Q alone, unless a ``gap`` is given and Q's two
     best untaken lie closer than it (each later step's gap is appended to ``gaps``): then the
-    BM25 ranking counts only chunks that name a question term (not a stop word) no pick names."""
+    BM25 ranking counts only chunks that name a question term (not a stop word) no pick names.
+    With a ``weight``, the fused pick is instead the best of Q's ``depth`` best by
+    ``Q + weight * BM25 / the question's best BM25`` (BM25 0 for a chunk the ranking leaves out)."""
     snap = index.snapshot()
     rows = list(range(len(snap))) if rows is None else rows
     texts = [snap.chunks[r].text for r in rows]
@@ -67,6 +71,14 @@ def reference(model, index, query, k, depth, rows=None, steps=None, gap=None, ga
         if steps is not None and step > steps:  # unsure: chunks naming a term no pick names
             rest = terms(query).difference(ENGLISH_STOP_WORDS, *(terms(texts[r]) for r in picked))
             words = [r for r in words if terms(texts[r]) & rest]
+        if weight:
+            top = float(scores.max(initial=0.0))
+            named = set(words)
+            by = [float(q[r]) + (weight * scores[r] / top if r in named else 0.0) for r in dense]
+            best = dense[max(range(len(dense)), key=by.__getitem__)] if top > 0 else dense[0]
+            out.append((snap.chunks[rows[best]].id, step, float(q[best]), int(pos[best])))
+            picked.append(best)
+            continue
         words = words[:depth]
         fused: dict[int, float] = {}
         for ranking in (dense, words):
@@ -87,6 +99,57 @@ def test_matches_the_reference(make_model, mode: str, depth: int) -> None:
     searcher = MultiStepSearcher(model, index, policy=rules(model, lexical_depth=depth))
     for query, hits in zip(QUERIES, searcher.search(QUERIES, k=5)):
         assert_same(as_tuples(hits), reference(model, index, query, 5, depth))
+
+
+@pytest.mark.parametrize("mode", ["none-anchored", "relative", "absolute"])
+@pytest.mark.parametrize("weight", [0.05, 0.5, 100.0])
+@pytest.mark.parametrize("later", [None, (1, 0.0), (1, 10.0)])
+def test_fusion_by_score_matches_the_reference(make_model, mode, weight, later) -> None:
+    """``lexical_weight``: every step fusing, or the first only and later ones never / always
+    (a gap nothing reaches), against the brute-force loop, filtered and not."""
+    model = make_model(mode)
+    index = word_index()
+    steps, gap = later or (None, None)
+    policy = rules(
+        model, lexical_depth=4, lexical_steps=steps, lexical_gap=gap, lexical_weight=weight
+    )
+    searcher = MultiStepSearcher(model, index, policy=policy)
+    rows = [i for i in range(len(TEXTS)) if i % 3]
+    for query, hits in zip(QUERIES, searcher.search(QUERIES, k=5)):
+        assert_same(
+            as_tuples(hits),
+            reference(model, index, query, 5, 4, steps=steps, gap=gap or None, weight=weight),
+        )
+    for query, hits in zip(QUERIES, searcher.search(QUERIES, k=5, filter={"doc": "A"})):
+        want = reference(model, index, query, 5, 4, rows, steps, gap or None, weight=weight)
+        assert_same(as_tuples(hits), want)
+
+
+def test_a_large_weight_puts_bm25s_best_first(make_model) -> None:
+    """At a weight no Q gap outweighs and a pool of every chunk, the first pick is BM25's best;
+    a checkpoint's weight applies unless the settings say otherwise."""
+    model = make_model("none-anchored")
+    index = word_index()
+    bm = bm25s.BM25()
+    bm.index(bm25s.tokenize(TEXTS, stopwords="en", show_progress=False))
+    policy = rules(model, lexical_depth=len(TEXTS), lexical_steps=1, lexical_weight=1e6)
+    searcher = MultiStepSearcher(model, index, policy=policy)
+    for query, hits in zip(QUERIES[:3], searcher.search(QUERIES[:3], k=1)):
+        tokens = bm25s.tokenize([query], stopwords="en", return_ids=False, show_progress=False)[0]
+        scores = np.asarray(bm.get_scores(tokens))
+        assert scores[int(hits[0].chunk.id[1:])] == scores.max() > 0
+    assert SearchPolicy.of(QRAGConfig(lexical_weight=0.4)).lexical_weight == 0.4
+    assert SearchPolicy.of(QRAGConfig(lexical_weight=0.4), lexical_weight=0).lexical_weight == 0
+
+
+def test_bad_weights_name_the_problem() -> None:
+    for bad in (-0.1, float("nan"), "0.3", True):
+        with pytest.raises(QRAGError, match="lexical_weight"):
+            SearchPolicy(lexical_weight=bad)  # type: ignore[arg-type]
+        with pytest.raises(QRAGError, match="lexical_weight"):
+            SearchPolicy.of(QRAGConfig(), lexical_weight=bad)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="lexical_weight"):
+        QRAGConfig(lexical_weight=-1.0)
 
 
 def test_the_lexical_signal_changes_picks_and_no_match_is_the_plain_search(make_model) -> None:

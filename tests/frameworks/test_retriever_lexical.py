@@ -1,5 +1,5 @@
 """The retriever's search fields (BM25 fusion: ``lexical_depth``, ``lexical_steps``,
-``lexical_gap``; ``supersede``) reach the core search."""
+``lexical_gap``, ``lexical_weight``; ``supersede``) reach the core search."""
 
 from __future__ import annotations
 
@@ -45,6 +45,21 @@ def test_lexical_gap_reaches_the_core_search(make_model) -> None:
     assert results[None] != results[1e6]
     with pytest.raises(ValueError, match="lexical_gap"):
         QRAGRetriever(model=model, lexical_gap=-0.5)
+
+
+def test_lexical_weight_reaches_the_core_search(make_model) -> None:
+    model = make_model("none")
+    results: dict[float | None, list[list[str]]] = {}
+    for weight in (1e-9, 1e6):  # 1e-9: Q decides, as without fusion; 1e6: BM25 decides in the pool
+        settings = {"lexical_depth": 5, "lexical_steps": 1, "lexical_weight": weight}
+        retriever = QRAGRetriever(model=model, texts=TEXTS, k=3, **settings)
+        assert retriever.policy == rules(model, **settings)
+        core = MultiStepSearcher(model, retriever.index, policy=rules(model, **settings))
+        results[weight] = [ids_of(retriever.invoke(q)) for q in QUERIES]
+        assert results[weight] == [[h.chunk.id for h in hits] for hits in core.search(QUERIES, k=3)]
+    assert results[1e-9] != results[1e6]
+    with pytest.raises(ValueError, match="lexical_weight"):
+        QRAGRetriever(model=model, lexical_weight=-1)
 
 
 def test_bad_lexical_steps_is_refused_by_name(make_model) -> None:

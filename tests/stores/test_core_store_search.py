@@ -75,6 +75,12 @@ def test_full_candidates_match_brute_force(make_model, mode: str) -> None:
 RULES = {
     "fusion": {"lexical_depth": 5},
     "fusion-gap": {"lexical_depth": 3, "lexical_steps": 1, "lexical_gap": 0.5},
+    "fusion-score": {
+        "lexical_depth": 3,
+        "lexical_steps": 1,
+        "lexical_gap": 0.5,
+        "lexical_weight": 0.5,
+    },
     "restatements": {"supersede_margin": 1e6, "supersede_similarity": -1.0},
     "all": {"lexical_depth": 4, "lexical_steps": 1, "lexical_gap": 0.5, "supersede_margin": 1e6},
 }

@@ -32,6 +32,7 @@ _SETTINGS_TAKEN_FROM_RUN = (
     "lexical_depth",
     "lexical_steps",
     "lexical_gap",
+    "lexical_weight",
     "supersede_margin",
     "supersede_similarity",
 )
