@@ -12,10 +12,14 @@ their ratio, and how many picks differ.
   Q's two best lie within the gap fuse BM25 of the question terms no pick names (BM25 scores of
   the question and of those terms, and the head of the question's ranking among the chunks that
   name one).
+- ``--option lexical_weight`` (``lexical_weight=0.3, lexical_depth=20`` against ``lexical_weight=0,
+  lexical_depth=10``): the fused first step ranks Q's 20 best by Q plus weighted BM25 score
+  instead of fusing Q's 10 best with BM25's by rank.
 
     python -m benchmarks.search.option_cost --sizes 100000,400000 --queries 20
     python -m benchmarks.search.option_cost --option lexical_gap --sizes 100000,400000 --queries 20
     python -m benchmarks.search.option_cost --option position_mode --batches 1,16 --queries 32
+    python -m benchmarks.search.option_cost --option lexical_weight --sizes 100000,400000 --queries 20
 
 - ``--option position_mode`` (the model's ``position_mode`` ``document_relative`` against
   ``document``): documents holding picks are re-laid out each step, and a batch no longer shares
@@ -49,6 +53,10 @@ DOC_CHUNKS = 50  # chunks per document in the "many documents" layout
 OPTIONS = {
     "supersede": lambda gap: ({"supersede": True}, {"supersede": False}),
     "lexical_gap": lambda gap: ({"lexical_gap": gap}, {"lexical_gap": 0}),
+    "lexical_weight": lambda gap: (
+        {"lexical_weight": 0.3, "lexical_depth": 20},
+        {"lexical_weight": 0.0, "lexical_depth": 10},
+    ),
     "position_mode": lambda gap: (
         {"position_mode": "document_relative"},
         {"position_mode": "document"},

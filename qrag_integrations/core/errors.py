@@ -10,7 +10,7 @@ class CheckpointError(QRAGError):
 
 
 class DamagedFileError(QRAGError):
-    """A saved file is missing or does not hold what was written (its recorded sha256 differs):
+    """A saved file is missing or does not hold what was written (its recorded xxh3 digest differs):
     damaged on disk or in transfer."""
 
 

@@ -21,7 +21,8 @@ def test_the_default_is_the_packaged_general_checkpoint() -> None:
     cfg = model.config
     assert cfg.to_dict() == load_model(GENERAL_CHECKPOINT).config.to_dict()
     assert (
-        cfg.lexical_depth == 10
+        cfg.lexical_depth == 20
+        and cfg.lexical_weight == 0.3
         and cfg.lexical_steps == 1
         and cfg.lexical_gap == 0.03
         and cfg.position_mode is PositionMode.DOCUMENT_RELATIVE

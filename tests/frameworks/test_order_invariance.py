@@ -21,9 +21,10 @@ CUTS = (0, 3, 4, 7, 8, len(BABI_TEXTS))
 DOCUMENTS = {f"doc{i}": list(BABI_TEXTS[a:b]) for i, (a, b) in enumerate(itertools.pairwise(CUTS))}
 #: The default checkpoint's search rules (BM25 fusion, its gap, restatements), on a tiny model.
 DEFAULT_RULES = {
-    "lexical_depth": 10,
+    "lexical_depth": 20,
     "lexical_steps": 1,
     "lexical_gap": 0.03,
+    "lexical_weight": 0.3,
     "supersede_margin": 0.05,
     "supersede_similarity": 0.8,
 }

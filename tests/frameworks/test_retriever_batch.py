@@ -29,9 +29,10 @@ from qrag_integrations.frameworks.embeddings import QRAGEmbeddings
 DEFAULT_RULES = {
     "position_mode": PositionMode.DOCUMENT_RELATIVE,
     "question_weight": 1.0,
-    "lexical_depth": 10,
+    "lexical_depth": 20,
     "lexical_steps": 1,
     "lexical_gap": 0.03,
+    "lexical_weight": 0.3,
     "supersede_margin": 0.05,
     "supersede_similarity": 0.8,
 }
