@@ -2,20 +2,23 @@
 PyPI descriptions (README) of packages in the project's environment.
 
 The corpus is read at run time from the installed packages' metadata (``Description``), never
-downloaded, and never stored here: the texts belong to their packages' authors. A description is
-cut at its first changelog heading (release notes are not documentation), split into paragraphs
-on blank lines, and a paragraph is kept when it is prose (:func:`prose_paragraphs`: 80-1,500
+downloaded, and never stored here: the texts belong to their packages' authors. A description
+loses its changelog sections (release notes are not documentation), is split into paragraphs on
+blank lines, and a paragraph is kept when it is prose (:func:`prose_paragraphs`: 80-1,500
 characters, not code, a table, a heading, a badge or an image). Every paragraph of every package
 of :data:`PACKAGES` is one document of one pool (``<package>-<index>``, the text prefixed by the
-package's name as SQuAD's paragraphs are by their title); a paragraph that two packages share is
-kept once.
+package's name as SQuAD's paragraphs are by their title; about 1,700 paragraphs), the same pool
+for both splits; a paragraph that two packages share is kept once.
 
 The questions (:data:`QUESTIONS`, written by hand) name their paragraph by the SHA-256 of its
-whitespace-normalised text and the package version it was read from. Their split is the
-package's, fixed before any question was written: ``val`` where ``hash_bucket(package, 2) == 0``
+whitespace-normalised text and the package version it was read from. Their split is the package's,
+fixed before any question was written: ``val`` where ``hash_bucket(package, 2) == 0``
 (:func:`qrag_training.data.splits.hash_bucket`, on the normalised name), ``test`` otherwise; no
-package has questions in both. A question whose paragraph the installed package no longer has is
-dropped with a warning; more than :data:`MAX_MISSING` of them is an error naming the versions.
+package has questions in both. Each asks about one paragraph that alone answers it, in other words
+than the paragraph's; at most 3 per package were kept (where more were written, 3 chosen by a hash
+of their text, before any model ran on them). A question whose paragraph the installed package no
+longer has is dropped with a warning; more than :data:`MAX_MISSING` of a split is an error naming
+the versions.
 """
 
 from __future__ import annotations
@@ -249,6 +252,6 @@ def _drift_message(missing: list[dict], asked: int) -> str:
     listed = ", ".join(f"{p} {want} (installed: {have})" for p, want, have in versions)
     return (
         f"{len(missing)} of {asked} techdocs questions ask for a paragraph the installed "
-        f"packages lack; written for {listed}. `bash .ci/setup` installs the versions the "
-        f"questions were written for"
+        f"packages lack; written for {listed}. Build the environment with `bash .ci/setup`, and "
+        f"if it installs newer releases, install the versions named here"
     )
