@@ -3,6 +3,9 @@ the same questions, over cells of different kinds of text:
 
 - ``squad``: out of domain, real single-hop questions over one pool of all paragraphs of SQuAD v2.0
   dev articles 0-17 (file order; 18-34 are reserved and never read), hit@1 / hit@3;
+- ``techdocs``: technical documentation, hand-written developer questions over one pool of the
+  prose paragraphs of installed packages' PyPI descriptions (:mod:`benchmarks.general.techdocs`;
+  ``--split`` picks the questions of its packages), hit@1 / hit@3;
 - ``hotpotqa``: multi-hop Wikipedia, 10 paragraphs per question (``--split val``: the validation
   slice of the training buckets; ``test``: bucket 0), EM@2 / EM@4;
 - ``babilong-<noise>-<tokens>``: bAbI qa1-qa5 hidden in noise prose (``mixed`` = the training
@@ -50,6 +53,7 @@ from qrag_training.metrics import Retrieval
 from qrag_training.paired import paired_bootstrap
 
 from benchmarks.general.report import plot
+from benchmarks.general.techdocs import load_techdocs
 from benchmarks.harness import results as harness
 from benchmarks.harness.model_specs import checkpoint_of, load_with_settings
 from benchmarks.harness.noise_sources import UNSEEN_NOISE
@@ -63,9 +67,11 @@ VAL_SEED = 555_555
 TASKS = ["qa1", "qa2", "qa3", "qa4", "qa5"]
 DENSE, BM25, HYBRID = "dense", "bm25", "dense+bm25"
 #: Picks per cell kind, and the pick budgets its metrics read (``facts`` = as many as the question has).
-PICKS = {"squad": 3, "hotpotqa": 4, "babilong": 6, "ruler": 5}
+PICKS = {"squad": 3, "techdocs": 3, "hotpotqa": 4, "babilong": 6, "ruler": 5}
+HITS: list[tuple[str, int | str]] = [("hit@1", 1), ("hit@3", 3)]
 METRICS: dict[str, list[tuple[str, int | str]]] = {
-    "squad": [("hit@1", 1), ("hit@3", 3)],
+    "squad": HITS,
+    "techdocs": HITS,
     "hotpotqa": [("em@2", 2), ("em@4", 4)],
     "babilong": [("em@facts", "facts"), ("em@6", 6)],
     "ruler": [("em@facts", "facts"), ("em@5", 5)],
@@ -73,11 +79,14 @@ METRICS: dict[str, list[tuple[str, int | str]]] = {
 
 
 def cell_episodes(cell: str, split: str, n: int, seed: int, skip: int = 0) -> list[Episode]:
-    """The episodes of a cell (``n``: questions for squad, per task for babilong, episodes for
-    ruler; ``skip``: HotpotQA questions passed over first, for a slice no earlier report read)."""
+    """The episodes of a cell (``n``: questions for squad and techdocs, per task for babilong,
+    episodes for ruler; ``skip``: HotpotQA questions passed over first, for a slice no earlier
+    report read)."""
     kind, *rest = cell.split("-")
     if kind == "squad":
         return load_squad_ood(group_size=18, n=n, seed=seed)
+    if kind == "techdocs":
+        return load_techdocs(split, n=n, seed=seed)
     if kind == "hotpotqa":
         split_name = "val" if split == "val" else "eval"
         return load_hotpotqa(split=split_name, limit=None if n is None else skip + n)[skip:]
@@ -218,9 +227,15 @@ def main(argv: Sequence[str] | None = None) -> dict:
         "--seed",
         type=int,
         default=None,
-        help=f"seed of generated cells and the SQuAD sample (val: {VAL_SEED})",
+        help=f"seed of generated cells and the SQuAD / techdocs samples (val: {VAL_SEED})",
     )
     p.add_argument("--squad-n", type=int, default=400, help="SQuAD questions (a seeded sample)")
+    p.add_argument(
+        "--techdocs-n",
+        type=int,
+        default=None,
+        help="techdocs questions (a seeded sample; default: every question of the split)",
+    )
     p.add_argument(
         "--hotpotqa-n", type=int, default=None, help="HotpotQA questions (default: the whole split)"
     )
@@ -254,6 +269,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     }
     sizes = {
         "squad": args.squad_n,
+        "techdocs": args.techdocs_n,
         "hotpotqa": args.hotpotqa_n,
         "babilong": args.babi_n,
         "ruler": args.ruler_n,
