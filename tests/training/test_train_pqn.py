@@ -73,9 +73,11 @@ def agent_and_envs(tiny_bert_dir, **config):
 
     torch.manual_seed(0)
     model = QRAGModel.from_base(QRAGConfig(base_model=str(tiny_bert_dir), trainable_layers=1))
-    agent = PQNAgent(
-        model, PQNConfig(warmup=2, total_updates=10, learning_start=4, lr=1e-3, **config), seed=0
+    # accumulate_grads=1: an optimiser step per rollout, so that updates count learn() calls
+    settings = PQNConfig(
+        warmup=2, total_updates=10, learning_start=4, lr=1e-3, accumulate_grads=1, **config
     )
+    agent = PQNAgent(model, settings, seed=0)
     chunks = [
         "mary went to the kitchen.",
         "the cat is blue.",

@@ -17,9 +17,10 @@ AUTOCAST = (None, "bf16", "auto")
 @dataclass
 class OptimConfig:
     """Optimiser and loss-forward settings shared by every learner config (``PQNConfig`` and
-    ``NextHopConfig`` extend it). Defaults are AdamW's usual ones; each algorithm's tuned values
-    are in its Hydra file (``conf/algo/pqn.yaml``: the paper's betas (0.9, 0.98), eps 1e-6,
-    1,000 warm-up steps)."""
+    ``NextHopConfig`` extend it). Defaults are AdamW's usual ones, the next-hop learner's;
+    ``PQNConfig`` keeps the paper's betas (0.9, 0.98), eps 1e-6 and 1,000 warm-up steps. Each
+    learner's defaults are the values of its Hydra file (``conf/algo/<kind>.yaml``; a test keeps
+    them equal)."""
 
     lr: float = 5e-5
     """Peak AdamW learning rate."""

@@ -47,10 +47,16 @@ from qrag_training.targets import load_target_tensors, polyak_update, target_ten
 
 @dataclass
 class PQNConfig(OptimConfig):
-    """Hyperparameters of the PQN learner (defaults: the paper's BabiLong / contriever run; the
-    optimiser fields are :class:`~qrag_training.optim.OptimConfig`'s, the paper's optimiser values
-    are in ``conf/algo/pqn.yaml``)."""
+    """Hyperparameters of the PQN learner (defaults: the paper's BabiLong / contriever run, as in
+    ``conf/algo/pqn.yaml``; the optimiser fields are :class:`~qrag_training.optim.OptimConfig`'s,
+    with the paper's values where they differ from AdamW's usual ones)."""
 
+    betas: tuple[float, float] = (0.9, 0.98)
+    """AdamW betas (the paper's)."""
+    eps: float = 1e-6
+    """AdamW epsilon (the paper's)."""
+    warmup: int = 1000
+    """Optimiser steps of linear learning-rate warm-up (the paper's)."""
     gamma: float = 0.99
     """Discount."""
     lam: float = 0.65
@@ -63,7 +69,7 @@ class PQNConfig(OptimConfig):
     """Polyak rate of the target encoders, applied after every optimiser step."""
     top_k: int = 5
     """The soft-greedy policy and the soft values use only the top-k available chunks."""
-    accumulate_grads: int = 1
+    accumulate_grads: int = 2
     """Rollouts (backward passes) per optimiser step."""
     bootstrap_truncation: bool = False
     """Bootstrap from ``V`` where the step cap cut an episode (a truncation). ``False`` (default)
