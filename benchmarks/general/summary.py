@@ -52,19 +52,19 @@ class Source:
     """The name the file gives the shipped default."""
 
 
-#: The default as it ships (this table since 2026-12-02, code 8751371; the 10M row from 2026-11-28):
-#: held-out runs only, each once after every choice, and SQuAD validation (its test articles are
-#: reserved).
+#: The default as it ships (this table since 2026-12-06, code fd8f3b1; the pooled HotpotQA row from
+#: 2026-12-02 and the 10M row from 2026-11-28, both with BM25 fused by rank): held-out runs only, each
+#: once after every choice, and SQuAD validation (its test articles are reserved).
 SOURCES: tuple[Source, ...] = (
     Source(
         "HotpotQA bucket 0, 10 paragraphs each: EM@2 / EM@4",
-        "general/results/general_test_20261148.json",
+        "general/results/general_test_20261151.json",
         "general",
         "hotpotqa",
         ("em@2", "em@4"),
     ),
     Source(
-        "HotpotQA bucket 0, all 14,616 paragraphs in one index: EM@2 / EM@4",
+        "HotpotQA bucket 0, all 14,616 paragraphs in one index (BM25 fused by rank, code of 2026-12-02): EM@2 / EM@4",
         "hotpotqa/results/hotpotqa_eval_pooled_general.json",
         "hotpotqa",
         "pooled",
@@ -73,62 +73,76 @@ SOURCES: tuple[Source, ...] = (
     ),
     Source(
         "SQuAD v2 dev articles 0-17, 573 pooled paragraphs (out of domain): hit@1 / hit@3",
-        "general/results/squad_val_555568.json",
+        "general/results/single_hop_val_555574.json",
         "general",
         "squad",
         ("hit@1", "hit@3"),
     ),
     Source(
+        "Package READMEs, 1,676 pooled paragraphs, the validation packages: hit@1 / hit@3",
+        "general/results/single_hop_val_555574.json",
+        "general",
+        "techdocs",
+        ("hit@1", "hit@3"),
+    ),
+    Source(
+        "Package READMEs, 1,676 pooled paragraphs, the test packages: hit@1 / hit@3",
+        "general/results/techdocs_test_20261151.json",
+        "general",
+        "techdocs",
+        ("hit@1", "hit@3"),
+    ),
+    Source(
         "bAbI qa1-qa5, 4K tokens, training noise: em@facts / em@6",
-        "general/results/general_test_20261148.json",
+        "general/results/general_test_20261151.json",
         "general",
         "babilong-mixed-4000",
         ("em@facts", "em@6"),
     ),
     Source(
         "bAbI qa1-qa5, 4K tokens, essays noise: em@facts / em@6",
-        "general/results/general_test_20261148.json",
+        "general/results/general_test_20261151.json",
         "general",
         "babilong-essays-4000",
         ("em@facts", "em@6"),
     ),
     Source(
         "bAbI qa1-qa5, 32K tokens, essays noise: em@facts / em@6",
-        "general/results/general_test_20261148.json",
+        "general/results/general_test_20261151.json",
         "general",
         "babilong-essays-32000",
         ("em@facts", "em@6"),
     ),
     Source(
         "bAbI qa1-qa5, 4K tokens, Wikipedia noise: em@facts / em@6",
-        "babilong/results/babilong_test_wiki_20261149.json",
+        "babilong/results/babilong_test_wiki_20261152.json",
         "babilong",
         "4000",
         ("em@facts", "em@budget"),
     ),
     Source(
         "bAbI qa1-qa5, 1M tokens, Wikipedia noise: em@facts / em@6",
-        "babilong/results/babilong_test_wiki_20261149.json",
+        "babilong/results/babilong_test_wiki_20261152.json",
         "babilong",
         "1000000",
         ("em@facts", "em@budget"),
     ),
     Source(
         "bAbI qa1-qa5, 128K tokens, training noise: em@facts / em@6",
-        "babilong/results/babilong_test_1m_20261150.json",
+        "babilong/results/babilong_test_1m_20261153.json",
         "babilong",
         "128000",
         ("em@facts", "em@budget"),
     ),
     Source(
         "bAbI qa1-qa5, 1M tokens, training noise: em@facts / em@6",
-        "babilong/results/babilong_test_1m_20261150.json",
+        "babilong/results/babilong_test_1m_20261153.json",
         "babilong",
         "1000000",
         ("em@facts", "em@budget"),
     ),
     Source(
-        "bAbI qa1-qa5, 10M tokens, training noise (code of 2026-11-28): em@facts / em@6",
+        "bAbI qa1-qa5, 10M tokens, training noise (BM25 fused by rank, code of 2026-11-28): em@facts / em@6",
         "babilong/results/babilong_test_10m_20261144.json",
         "babilong",
         "10000000",
@@ -136,7 +150,7 @@ SOURCES: tuple[Source, ...] = (
     ),
     Source(
         "RULER multi-key, 4K tokens: recall with as many picks as needles / 5 picks",
-        "general/results/general_test_20261148.json",
+        "general/results/general_test_20261151.json",
         "general",
         "ruler-multikey-4000",
         ("em@facts", "em@5"),
