@@ -184,9 +184,9 @@ def read_corpus(packages: tuple[str, ...] = PACKAGES) -> list[Document]:
     return docs
 
 
-def read_questions(path: Path = QUESTIONS) -> list[dict]:
-    """The question records of the JSONL file, in file order."""
-    with path.open(encoding="utf-8") as lines:
+def read_questions(path: Path | None = None) -> list[dict]:
+    """The question records of the JSONL file (``None``: :data:`QUESTIONS`), in file order."""
+    with (QUESTIONS if path is None else path).open(encoding="utf-8") as lines:
         return [json.loads(line) for line in lines if line.strip()]
 
 
@@ -194,7 +194,7 @@ def load_techdocs(
     split: str,
     n: int | None = None,
     seed: int = 0,
-    path: Path = QUESTIONS,
+    path: Path | None = None,
     packages: tuple[str, ...] = PACKAGES,
 ) -> list[Episode]:
     """Pooled single-hop episodes: one split's questions over every paragraph of the pool.
@@ -203,7 +203,7 @@ def load_techdocs(
         split: ``val`` or ``test``.
         n: keep a seeded random sample of this many questions (``None``: all of the split).
         seed: seed of that sample.
-        path: the question file.
+        path: the question file (``None``: :data:`QUESTIONS`).
         packages: the distributions whose descriptions form the pool.
 
     Returns:
