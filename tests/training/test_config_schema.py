@@ -38,7 +38,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from omegaconf import DictConfig, OmegaConf
-from qrag_training.data.mixture import _PART_KEYS
+from qrag_training.data.mixture import PART_KEYS
 from qrag_training.data.registry import LOADERS
 from qrag_training.feedback import GroundTruthFeedback
 from qrag_training.feedback_kinds import FEEDBACK_KINDS
@@ -46,10 +46,10 @@ from qrag_training.llm_feedback import LLMAnswerFeedback
 from qrag_training.next_hop import NextHopConfig
 from qrag_training.pqn import PQNConfig
 from qrag_training.settings import (
-    _ENV_MODEL_FIELDS,
-    _ENV_RUN_FIELDS,
-    _MODEL_FIELDS,
     ALGO_KINDS,
+    ENV_MODEL_FIELDS,
+    ENV_RUN_FIELDS,
+    MODEL_FIELDS,
     RunConfig,
 )
 from qrag_training.train import CONF_DIR
@@ -68,7 +68,7 @@ FEEDBACK_BUILDERS: dict[str, tuple[Callable[..., Any], ...]] = {
 #: Set by the run, not by a file: the schedule's length is the run's ``steps``.
 NOT_IN_FILES = {"total_updates"}
 #: Top-level run settings (the env group carries ``max_steps`` and ``refresh_pool``).
-RUN_KEYS = {f.name for f in dataclasses.fields(RunConfig)} - set(_ENV_RUN_FIELDS)
+RUN_KEYS = {f.name for f in dataclasses.fields(RunConfig)} - set(ENV_RUN_FIELDS)
 #: Env keys the code reads besides the fields of RunConfig and QRAGConfig: the loader and its
 #: arguments, the hash splits (settings, trainer) and ``group_by`` (the report names it).
 ENV_READ = {
@@ -80,8 +80,8 @@ ENV_READ = {
     "report_hash_split",
     "group_by",
 }
-ENV_REQUIRED = {"name", "train", "eval", *_ENV_MODEL_FIELDS, *_ENV_RUN_FIELDS}
-MODEL_KEYS = {"name", *_MODEL_FIELDS}  # name: the run folder's name
+ENV_REQUIRED = {"name", "train", "eval", *ENV_MODEL_FIELDS, *ENV_RUN_FIELDS}
+MODEL_KEYS = {"name", *MODEL_FIELDS}  # name: the run folder's name
 #: YAML values that spell a code default another way: ``{}`` is no reader options (``None`` in
 #: code), kept a mapping so ``feedback.reader_options.<option>=...`` can add one.
 SPELLED_OTHERWISE = {"reader_options": ({}, None)}
@@ -167,7 +167,7 @@ def _unknown_loader_keys(name: str, kwargs: Mapping[str, Any], where: str) -> It
     for i, part in enumerate(kwargs.get("parts", []) if name == "mixture" else []):
         part_allowed = _loader_keys(str(part["name"]))
         if part_allowed is not None:
-            extra = set(part) - part_allowed - set(_PART_KEYS)
+            extra = set(part) - part_allowed - set(PART_KEYS)
             yield from (f"{where}.parts[{i}].{k}" for k in sorted(extra))
 
 
@@ -183,7 +183,7 @@ def _unknown_keys(node: Mapping[str, Any], cfg: DictConfig) -> list[str]:
     out += [f"feedback.{k}" for k in feedback if k not in feedback_keys]
     out += [f"model.{k}" for k in node.get("model", {}) if k not in MODEL_KEYS]
     env = node.get("env", {})
-    env_keys = ENV_READ | set(_ENV_MODEL_FIELDS) | set(_ENV_RUN_FIELDS)
+    env_keys = ENV_READ | set(ENV_MODEL_FIELDS) | set(ENV_RUN_FIELDS)
     env_keys |= _interpolated_env_keys(cfg)
     out += [f"env.{k}" for k in env if k not in env_keys]
     for which in ("train", "eval"):
@@ -207,7 +207,7 @@ def test_the_schema_tables_cover_every_kind_and_field() -> None:
     assert set(ALGO_CONFIGS) == set(ALGO_KINDS)
     assert set(FEEDBACK_BUILDERS) == set(FEEDBACK_KINDS)
     qrag_fields = {f.name for f in dataclasses.fields(QRAGConfig)}
-    assert set(_MODEL_FIELDS) | set(_ENV_MODEL_FIELDS) <= qrag_fields
+    assert set(MODEL_FIELDS) | set(ENV_MODEL_FIELDS) <= qrag_fields
 
 
 def test_every_file_of_the_tree_is_checked_here() -> None:

@@ -37,7 +37,7 @@ from qrag_training.pqn import PQNConfig
 logger = logging.getLogger(__name__)
 
 #: Env-group fields that become QRAGConfig fields.
-_ENV_MODEL_FIELDS = (
+ENV_MODEL_FIELDS = (
     "position_mode",
     "relative_step",
     "relative_span",
@@ -47,7 +47,7 @@ _ENV_MODEL_FIELDS = (
     "state_separator",
 )
 #: Model-group fields that become QRAGConfig fields.
-_MODEL_FIELDS = (
+MODEL_FIELDS = (
     "base_model",
     "trainable_layers",
     "output_scale",
@@ -169,15 +169,15 @@ class RunConfig:
 
 
 #: ``RunConfig`` fields that come from the ``env`` group rather than the top level.
-_ENV_RUN_FIELDS = ("max_steps", "refresh_pool")
+ENV_RUN_FIELDS = ("max_steps", "refresh_pool")
 
 
 def run_config_from(cfg: DictConfig) -> RunConfig:
     """The :class:`RunConfig` of a composed config (interpolations resolved; a value of the wrong
     type, e.g. ``steps=ten``, is an error naming the field)."""
     names = [f.name for f in dataclasses.fields(RunConfig)]
-    fields = {k: cfg[k] for k in names if k not in _ENV_RUN_FIELDS and k in cfg}
-    fields.update({k: cfg.env[k] for k in _ENV_RUN_FIELDS if k in cfg.env})
+    fields = {k: cfg[k] for k in names if k not in ENV_RUN_FIELDS and k in cfg}
+    fields.update({k: cfg.env[k] for k in ENV_RUN_FIELDS if k in cfg.env})
     typed = OmegaConf.merge(OmegaConf.structured(RunConfig), fields)
     return OmegaConf.to_object(typed)  # type: ignore[return-value]
 
@@ -191,8 +191,8 @@ def to_container(node: Any) -> Any:
 
 def model_config_from(cfg: DictConfig) -> QRAGConfig:
     """The :class:`QRAGConfig` described by the ``model`` and ``env`` groups."""
-    fields: dict[str, Any] = {k: cfg.model[k] for k in _MODEL_FIELDS}
-    fields.update({k: cfg.env[k] for k in _ENV_MODEL_FIELDS})
+    fields: dict[str, Any] = {k: cfg.model[k] for k in MODEL_FIELDS}
+    fields.update({k: cfg.env[k] for k in ENV_MODEL_FIELDS})
     return QRAGConfig(**to_container(OmegaConf.create(fields)))
 
 

@@ -17,7 +17,7 @@ from typing import Any
 from qrag_training.data.episode import Episode
 
 #: Keys of a part that are the mixture's, not the part loader's.
-_PART_KEYS = ("name", "weight", "one_document")
+PART_KEYS = ("name", "weight", "one_document")
 #: ``Episode.meta`` key set by a part with ``one_document: true``: the episode's chunks are one
 #: document whatever their titles (read by :func:`qrag_training.documents.episode_doc_ids`).
 ONE_DOCUMENT_KEY = "one_document"
@@ -97,7 +97,7 @@ def mixture_dataset(
             )
         if count == 0:
             continue
-        kwargs = {k: v for k, v in part.items() if k not in _PART_KEYS}
+        kwargs = {k: v for k, v in part.items() if k not in PART_KEYS}
         if name in FIXED_SETS:
             episodes = loaders[name](**kwargs)
             # a fixed data set: a seeded shuffle picks this pool's share
