@@ -33,13 +33,9 @@ import numpy as np
 import torch
 
 from qrag_integrations.core.errors import QRAGError
-from qrag_integrations.core.scan import (
-    ONE_THREAD_BELOW,
-    Scored,
-    best_first,
-    faiss_threads_for,
-)
+from qrag_integrations.core.scan import Scored, best_first, faiss_threads_for
 from qrag_integrations.core.snapshot_cache import BuiltFor
+from qrag_integrations.core.threads import threads_for, threads_in_search
 
 EXACT, INT8, BINARY, BF16 = "exact", "int8", "binary", "bf16"
 #: The scan kinds: ``"exact"`` (float32, the default), ``"int8"``, ``"binary"`` and ``"bf16"``.
@@ -235,7 +231,7 @@ def _int8_top(
     if take == 0:
         return scores, rows
     step, q8 = _quantized(scale, queries)
-    threads = 1 if len(queries) < ONE_THREAD_BELOW else torch.get_num_threads()
+    threads = threads_in_search() or threads_for(len(queries))
     group = max(1, INT8_SCORES_AT_ONCE // len(codes))
     for a in range(0, len(queries), group):
         b = min(len(queries), a + group)

@@ -31,6 +31,7 @@ from qrag_integrations.core.atomic import SaveKind, atomic_dir
 from qrag_integrations.core.cache_dirs import cache_folder, file_sha256
 from qrag_integrations.core.encoder import MeanPoolEncoder
 from qrag_integrations.core.errors import QRAGError, optional_import
+from qrag_integrations.core.threads import PerThreadCount
 
 logger = logging.getLogger(__name__)
 
@@ -142,22 +143,35 @@ def _export(encoder: MeanPoolEncoder, folder: Path, quantize: str | None) -> Non
 
 
 class OnnxEncoder:
-    """An exported encoder run by ONNX Runtime: ``(input_ids, attention_mask) -> (B, D)``."""
+    """An exported encoder run by ONNX Runtime: ``(input_ids, attention_mask) -> (B, D)``.
+
+    A session's intra-op thread count is fixed when it is made, so there is one session per
+    count, made on first use: in a search, the search's count
+    (:func:`~qrag_integrations.core.threads.threads_in_search`: one thread for a lone question
+    by default); elsewhere (embedding chunks) ``threads``, else torch's count at the call (its
+    session made with the encoder). Each session holds its own copy of the weights.
+    """
 
     def __init__(self, path: Path, threads: int | None = None) -> None:
-        ort = _onnxruntime()
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads or torch.get_num_threads()
-        options.inter_op_num_threads = 1
+        _onnxruntime()
         self.path = path
-        self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        self.sessions = PerThreadCount(self._session, threads)
+        """The sessions, by intra-op thread count (``threads``: the count outside a search)."""
+
+    def _session(self, threads: int) -> Any:
+        options = _onnxruntime().SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        return _onnxruntime().InferenceSession(
+            str(self.path), options, providers=["CPUExecutionProvider"]
+        )
 
     def __call__(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         feeds = {
             "input_ids": input_ids.to("cpu").numpy().astype(np.int64),
             "attention_mask": attention_mask.to("cpu").numpy().astype(np.int64),
         }
-        return torch.from_numpy(self.session.run(None, feeds)[0])
+        return torch.from_numpy(self.sessions.for_call().run(None, feeds)[0])
 
 
 def onnx_export(

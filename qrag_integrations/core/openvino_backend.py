@@ -21,6 +21,7 @@ import torch
 from qrag_integrations.core.encoder import MeanPoolEncoder
 from qrag_integrations.core.errors import QRAGError, optional_import
 from qrag_integrations.core.onnx_backend import onnx_export
+from qrag_integrations.core.threads import PerThreadCount
 
 logger = logging.getLogger(__name__)
 
@@ -38,24 +39,33 @@ def _has_bf16(core: Any) -> bool:
 
 
 class OpenVinoEncoder:
-    """An exported encoder compiled by OpenVINO for the CPU: ``(input_ids, attention_mask) -> (B, D)``."""
+    """An exported encoder compiled by OpenVINO for the CPU: ``(input_ids, attention_mask) -> (B, D)``.
+
+    ``INFERENCE_NUM_THREADS`` is fixed when a model is compiled, so there is one compiled model
+    per thread count, made on first use, as for ONNX Runtime sessions
+    (:class:`~qrag_integrations.core.onnx_backend.OnnxEncoder`).
+    """
 
     def __init__(self, path: Path, quantize: str | None = None, threads: int | None = None) -> None:
         if quantize not in PRECISION:
             raise QRAGError(f"quantize must be None or 'bf16', got {quantize!r}")
-        core = _openvino().Core()
+        self._core = _openvino().Core()
         precision = PRECISION[quantize]
-        if precision == "bf16" and not _has_bf16(core):
+        if precision == "bf16" and not _has_bf16(self._core):
             logger.warning("this CPU has no bfloat16 instructions: OpenVINO runs in float32")
             precision = "f32"
         self.path = path
         self.precision = precision
-        self.compiled = core.compile_model(
-            str(path),
+        self.compiled = PerThreadCount(self._compile, threads)
+        """The compiled models, by thread count (``threads``: the count outside a search)."""
+
+    def _compile(self, threads: int) -> Any:
+        return self._core.compile_model(
+            str(self.path),
             "CPU",
             {
-                "INFERENCE_NUM_THREADS": threads or torch.get_num_threads(),
-                "INFERENCE_PRECISION_HINT": precision,
+                "INFERENCE_NUM_THREADS": threads,
+                "INFERENCE_PRECISION_HINT": self.precision,
                 "PERFORMANCE_HINT": "LATENCY",
             },
         )
@@ -66,7 +76,7 @@ class OpenVinoEncoder:
             "attention_mask": attention_mask.to("cpu").numpy().astype(np.int64),
         }
         # a request per call: the compiled model's own request is not safe across threads
-        out = self.compiled.create_infer_request().infer(feeds)
+        out = self.compiled.for_call().create_infer_request().infer(feeds)
         return torch.from_numpy(np.array(out[0], dtype=np.float32, copy=True))
 
 

@@ -18,6 +18,7 @@ import torch
 
 from qrag_integrations.core.config import QRAGConfig
 from qrag_integrations.core.positions import positions_at, rotate_as
+from qrag_integrations.core.threads import ONE_THREAD_BELOW, threads_in_search
 
 if TYPE_CHECKING:
     from qrag_integrations.core.model import QRAGModel
@@ -32,24 +33,20 @@ def best_first(hits: Iterable[Scored], depth: int) -> list[Scored]:
     return heapq.nsmallest(depth, hits, key=lambda hit: (-hit[1], hit[0]))
 
 
-#: Scans of fewer queries than this (FAISS searches, SimSIMD's int8 dot products) run on one
-#: thread. For one query on the 2-core machine, two threads were no faster than one on a quiet
-#: machine (binary and int8 codes) and 13x / 2x slower with the other core busy (the threads wait
-#: for a core); from a handful of queries on, the queries split over threads, which pays.
-ONE_THREAD_BELOW = 8
-
-
 @contextlib.contextmanager
 def faiss_threads_for(queries: int) -> Iterator[None]:
-    """Run the FAISS calls inside on one OpenMP thread when ``queries`` is below
-    :data:`ONE_THREAD_BELOW` (OpenMP's thread count is per calling thread; restored after)."""
+    """Run the FAISS calls inside on the search's threads
+    (:func:`~qrag_integrations.core.threads.threads_in_search`), outside a search on one OpenMP
+    thread when ``queries`` is below :data:`ONE_THREAD_BELOW` (OpenMP's thread count is per
+    calling thread; restored after)."""
     import faiss
 
-    if queries >= ONE_THREAD_BELOW:
+    threads = threads_in_search()
+    if threads is None and queries >= ONE_THREAD_BELOW:
         yield
         return
     before = faiss.omp_get_max_threads()
-    faiss.omp_set_num_threads(1)
+    faiss.omp_set_num_threads(1 if threads is None else threads)
     try:
         yield
     finally:

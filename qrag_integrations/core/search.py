@@ -41,6 +41,7 @@ from qrag_integrations.core.scorers import (
 )
 from qrag_integrations.core.step import Step
 from qrag_integrations.core.supersede import POOL, superseded
+from qrag_integrations.core.threads import check_threads, search_threads
 
 
 @dataclass(frozen=True)
@@ -79,9 +80,13 @@ class SearchSettings:
     rescore: int = 400
     """Compact scans: candidates re-scored exactly per question and step (the copy's best over all
     runs of equal positions)."""
+    threads: int | None = None
+    """Threads of a search (torch, ONNX Runtime, OpenVINO, FAISS, SimSIMD); ``None``: 1 below 8
+    questions, else torch's count (:mod:`~qrag_integrations.core.threads`)."""
 
     def __post_init__(self) -> None:
         check_scan(self.scan, self.rescore)
+        check_threads(self.threads)
 
 
 class MultiStepSearcher:
@@ -156,9 +161,10 @@ class MultiStepSearcher:
                 stacklevel=2,
             )
             filter = where
-        candidates = self._searched.candidates(self.index.snapshot(), filter)
-        scorer = self._scorer_for(candidates)
-        return self._run(queries, [candidates] * len(queries), k, stop_threshold, scorer, True)
+        with search_threads(len(queries), self.settings.threads):
+            candidates = self._searched.candidates(self.index.snapshot(), filter)
+            scorer = self._scorer_for(candidates)
+            return self._run(queries, [candidates] * len(queries), k, stop_threshold, scorer, True)
 
     def search_each(
         self,
@@ -180,8 +186,11 @@ class MultiStepSearcher:
                 raise QRAGError(
                     f"model embedding size {self.model.embedding_dim} != index embedding size {index.embedding_dim}"
                 )
-        candidates = [self._searched.candidates(i.snapshot(), None, keep=False) for i in indexes]
-        return self._run(queries, candidates, k, stop_threshold, self._exact, False)
+        with search_threads(len(queries), self.settings.threads):
+            candidates = [
+                self._searched.candidates(i.snapshot(), None, keep=False) for i in indexes
+            ]
+            return self._run(queries, candidates, k, stop_threshold, self._exact, False)
 
     def search_sets(
         self,
@@ -195,7 +204,8 @@ class MultiStepSearcher:
         stop rule of :meth:`search`, with the set choosing each pick; ``self.index`` is not used."""
         if len(sets) != len(queries):
             raise QRAGError(f"got {len(queries)} queries but {len(sets)} candidate sets")
-        return self._run(queries, sets, k, stop_threshold, self._sets, False)
+        with search_threads(len(queries), self.settings.threads):
+            return self._run(queries, sets, k, stop_threshold, self._sets, False)
 
     # -- the search loop ----------------------------------------------------------------------
     def _run(

@@ -33,6 +33,7 @@ from qrag_integrations.core.options import check_options
 from qrag_integrations.core.persistence import save_retriever
 from qrag_integrations.core.policy import SearchPolicy
 from qrag_integrations.core.search import Hit, SearchSettings
+from qrag_integrations.core.threads import check_threads
 from qrag_integrations.frameworks.constructors import (
     RULE_FIELDS,
     SCAN_FIELDS,
@@ -138,6 +139,8 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
     """Encoder runtime: ``"torch"``, ``"onnx"`` or ``"openvino"`` (CPU; extras of those names)."""
     quantize: str | None = None
     """``None`` (float32), ``"int8"`` (``onnx`` weights) or ``"bf16"`` (``torch``, ``openvino``)."""
+    threads: int | None = None
+    """Threads of a search (torch, ONNX, OpenVINO, FAISS); None: 1 below 8 questions, else torch's."""
     check_exact: bool = False
     """Store-backed only: also score every matching chunk each step to count in :attr:`stats` how
     often the exact arg-max was among the candidates (costly: for evaluation)."""
@@ -196,6 +199,7 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
         )
         if "k" in data:  # before pydantic, which would coerce "3", True or 2.0 to an int
             validation.check_k(data["k"])
+        check_threads(data.get("threads"))  # likewise
         super().__init__(**data)
         LIBaseRetriever.__init__(self, callback_manager=callback_manager)
         if self.index_dtype not in INDEX_DTYPES:
@@ -218,7 +222,7 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
         if store is not None:
             source = open_store(store, model, collection_name, rank_by, self.document_key)
             self._corpus = StoreCorpus(
-                model, source, self.candidates_per_step, self.check_exact, policy
+                model, source, self.candidates_per_step, self.check_exact, policy, self.threads
             )
             return
         if index is None:
@@ -230,7 +234,9 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
                 f"index embedding size {index.embedding_dim} != model embedding size {model.embedding_dim}"
             )
         own = {name: getattr(self, name) for name in SCAN_FIELDS}  # the in-memory search's fields
-        settings = SearchSettings(faiss_candidates=self.faiss_candidates, **own)
+        settings = SearchSettings(
+            faiss_candidates=self.faiss_candidates, threads=self.threads, **own
+        )
         self._corpus = IndexCorpus(model, index, settings, policy)
         if texts is not None:
             self.add_texts(texts, metadatas=metadatas, ids=ids)

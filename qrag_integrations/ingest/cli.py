@@ -37,7 +37,13 @@ from typing import Any, NoReturn
 
 import torch
 
-from qrag_integrations.cli_backend import add_backend_arguments, apply_backend, backend_summary
+from qrag_integrations.cli_backend import (
+    add_backend_arguments,
+    add_threads_argument,
+    apply_backend,
+    apply_threads,
+    backend_summary,
+)
 from qrag_integrations.cli_errors import fail
 from qrag_integrations.core.errors import QRAGError
 from qrag_integrations.core.loading import load_model
@@ -230,9 +236,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="chunks per forward pass (default 64)",
     )
-    p.add_argument(
-        "--threads", type=_positive, metavar="N", help="torch.set_num_threads (default: torch's)"
-    )
+    add_threads_argument(p)
     p.add_argument("--device", type=_device, default="cpu", help="cpu (default), cuda or cuda:N")
     # a backend other than torch float32 is named in the stream's folder and manifest
     add_backend_arguments(p)
@@ -341,8 +345,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         _check(args)
         name = args.name or default_name(args.corpus)
-        if args.threads is not None:
-            torch.set_num_threads(args.threads)
+        apply_threads(args)
         model = apply_backend(load_model(args.checkpoint, device=args.device), args)
         total = count_rows(args.corpus)
         summary = embed(args, model, name, total)

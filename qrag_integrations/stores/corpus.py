@@ -93,6 +93,7 @@ class StoreCorpus:
         check_exact: also score every matching chunk to count how often the exact arg-max was
             among the candidates (costly: for evaluation).
         policy: the search rules, as in memory (``None``: the model's checkpoint's).
+        threads: threads of a search, as in memory (``SearchSettings.threads``).
     """
 
     def __init__(
@@ -102,9 +103,12 @@ class StoreCorpus:
         candidates_per_step: int = 64,
         check_exact: bool = False,
         policy: SearchPolicy | None = None,
+        threads: int | None = None,
     ) -> None:
         self.model, self.source = model, source
-        self.searcher = StoreSearcher(model, source, candidates_per_step, check_exact, policy)
+        self.searcher = StoreSearcher(
+            model, source, candidates_per_step, check_exact, policy, threads
+        )
         self.policy = self.searcher.policy
 
     @property

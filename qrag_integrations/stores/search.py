@@ -38,7 +38,7 @@ from qrag_integrations.core.model import QRAGModel
 from qrag_integrations.core.policy import SearchPolicy
 from qrag_integrations.core.positions import document_relative_positions_at
 from qrag_integrations.core.scan import Scored, best_first, score_at_positions
-from qrag_integrations.core.search import Hit, MultiStepSearcher
+from qrag_integrations.core.search import Hit, MultiStepSearcher, SearchSettings
 
 
 @dataclass(frozen=True)
@@ -274,6 +274,7 @@ class StoreSearcher:
         candidates_per_step: int = 64,
         check_exact: bool = False,
         policy: SearchPolicy | None = None,
+        threads: int | None = None,
     ) -> None:
         """Search ``source`` with ``model``.
 
@@ -285,6 +286,8 @@ class StoreSearcher:
             check_exact: also score every matching chunk each step, to count in :attr:`stats`
                 how often the exact arg-max was among the candidates (costly: for evaluation).
             policy: the search rules, as in memory (``None``: the model's checkpoint's).
+            threads: threads of a search, as in memory (:attr:`SearchSettings.threads
+                <qrag_integrations.core.search.SearchSettings.threads>`).
         """
         if candidates_per_step < 1:
             raise QRAGError(f"candidates_per_step must be >= 1, got {candidates_per_step}")
@@ -296,7 +299,9 @@ class StoreSearcher:
         self.candidates_per_step, self.check_exact = candidates_per_step, check_exact
         self.stats = StoreStats()
         self._lock = threading.Lock()
-        self._searcher = MultiStepSearcher(model, ChunkIndex(model.embedding_dim), policy=policy)
+        self._searcher = MultiStepSearcher(
+            model, ChunkIndex(model.embedding_dim), SearchSettings(threads=threads), policy
+        )
         self.policy = self._searcher.policy
         """The search rules in use."""
 

@@ -132,6 +132,15 @@ def test_a_changed_corpus_is_refused_with_exit_code_2(
     assert "shard_rows=4" in err
 
 
+def test_threads_below_one_are_refused(
+    tmp_path: Path, tiny_bert_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("\n".join(TEXTS) + "\n", encoding="utf-8")
+    err = refused(capsys, args(corpus, tiny_bert_dir, "--threads", "0"))
+    assert "--threads: must be an integer >= 1, got '0'" in err
+
+
 def test_jsonl_corpus_goes_to_an_embedded_qdrant_and_a_rerun_writes_nothing(
     tmp_path: Path, model: QRAGModel, tiny_bert_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -175,3 +175,25 @@ def test_cli_refuses_a_quantization_the_backend_does_not_offer(tmp_path, tiny_be
     assert exit_info.value.code == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err and "quantize with backend='onnx' must be one of" in err
+
+
+def test_cli_threads_reach_the_searches_and_are_checked(
+    tmp_path, tiny_bert_dir, monkeypatch, capsys
+):
+    """``--threads N`` is the searches' ``threads`` too (the same setting as the retriever's)."""
+    from qrag_training import baselines
+
+    settings = []
+    searcher = baselines.MultiStepSearcher
+
+    def recording(model, index, settings_=None, policy=None):
+        settings.append(settings_)
+        return searcher(model, index, settings_, policy)
+
+    monkeypatch.setattr(baselines, "MultiStepSearcher", recording)
+    main(_eval_args(tiny_bert_dir, tmp_path / "eval", "--threads", "2", baseline="base"))
+    assert settings and {s.threads for s in settings} == {2}
+    with pytest.raises(SystemExit) as exit_info:
+        main(_eval_args(tiny_bert_dir, tmp_path / "x", "--threads", "0", baseline="base"))
+    assert exit_info.value.code == 2
+    assert "--threads: must be an integer >= 1, got '0'" in capsys.readouterr().err

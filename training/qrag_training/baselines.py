@@ -14,7 +14,7 @@ from qrag_integrations.core.index import ChunkIndex
 from qrag_integrations.core.lexical import bm25_index, bm25_query, rrf_scores
 from qrag_integrations.core.model import QRAGModel, eval_mode
 from qrag_integrations.core.policy import SearchPolicy
-from qrag_integrations.core.search import MultiStepSearcher
+from qrag_integrations.core.search import MultiStepSearcher, SearchSettings
 from qrag_training.data.episode import Episode
 from qrag_training.documents import episode_doc_ids
 from qrag_training.metrics import Retrieval
@@ -67,6 +67,7 @@ def greedy_retrieve(
     embed_batch_size: int = 128,
     embed: ChunkEmbedder | None = None,
     policy: SearchPolicy | None = None,
+    threads: int | None = None,
 ) -> list[Retrieval]:
     """Greedy multi-step Q-RAG retrieval with the retriever's own search
     (:meth:`MultiStepSearcher.search_each`), ``batch_size`` episodes at a time.
@@ -83,8 +84,10 @@ def greedy_retrieve(
         embed: chunk texts -> their embeddings with this model's chunk encoder, instead of
             ``model.embed_chunks`` (e.g. a benchmark's cache of pre-embedded noise sentences).
         policy: the search rules (e.g. BM25 fusion); default the model checkpoint's.
+        threads: threads of the searches (``SearchSettings.threads``).
     """
     embed = embed or _chunk_embedder(model, embed_batch_size)
+    settings = SearchSettings(threads=threads)
     results: list[Retrieval] = []
     with eval_mode(model):
         for start in range(0, len(episodes), batch_size):
@@ -97,7 +100,7 @@ def greedy_retrieve(
                 ids = [str(i) for i in range(len(episode.chunks))]
                 index.add(episode.chunks, emb, ids=ids, doc_ids=episode_doc_ids(episode))
                 indexes.append(index)
-            searcher = MultiStepSearcher(model, indexes[0], policy=policy)
+            searcher = MultiStepSearcher(model, indexes[0], settings, policy)
             hits = searcher.search_each([e.question for e in batch], indexes, steps, stop_threshold)
             results += [
                 Retrieval([int(h.chunk.id) for h in row], [h.q_value for h in row]) for row in hits

@@ -49,10 +49,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 from hydra.errors import ConfigCompositionException
 
-from qrag_integrations.cli_backend import add_backend_arguments, apply_backend
+from qrag_integrations.cli_backend import (
+    add_backend_arguments,
+    add_threads_argument,
+    apply_backend,
+    apply_threads,
+)
 from qrag_integrations.cli_errors import INPUT_ERRORS, one_line_errors
 from qrag_integrations.core.atomic import write_json_atomic, write_text_atomic
 from qrag_integrations.core.model import QRAGModel
@@ -157,7 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", default="cpu", help="torch device (cpu, cuda, ...)")
     add_backend_arguments(p)  # of the checkpoint's, base's or dense's encoders
     p.add_argument("--batch-size", type=int, default=16, help="episodes retrieved together")
-    p.add_argument("--threads", type=int, help="torch.set_num_threads")
+    add_threads_argument(p)
     p.add_argument("--out", help="output folder for samples.jsonl and summary.json")
     r = p.add_argument_group("answers (a reader LLM answers from the retrieved chunks)")
     r.add_argument(
@@ -210,10 +214,12 @@ def retrieve(
             return name, dense_retrieve(model, episodes, steps)
         if args.baseline == "hybrid":
             return f"dense+bm25:{cfg.model.base_model}", hybrid_retrieve(model, episodes, steps)
-        return name, greedy_retrieve(model, episodes, steps, args.batch_size, args.stop_threshold)
+        return name, greedy_retrieve(
+            model, episodes, steps, args.batch_size, args.stop_threshold, threads=args.threads
+        )
     model = apply_backend(load_model(args.checkpoint, device=args.device), args)
     return str(args.checkpoint), greedy_retrieve(
-        model, episodes, steps, args.batch_size, args.stop_threshold
+        model, episodes, steps, args.batch_size, args.stop_threshold, threads=args.threads
     )
 
 
@@ -240,8 +246,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     """Evaluate as the parsed arguments say; returns the summary."""
     from qrag_training.settings import feedback_from, load_episodes, run_config_from, to_container
 
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    apply_threads(args)
     if args.baseline == "none" and not args.reader:
         raise ValueError("--baseline none retrieves nothing: it needs --reader")
     if args.compare_baselines and args.baseline:
