@@ -24,10 +24,11 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from qrag_training.data.squad import VALIDATION_ARTICLES, load_squad_ood
+from qrag_training.data.squad import load_squad_ood
 from qrag_training.report import checkpoint_report
 
 from benchmarks.harness import results as harness
+from benchmarks.harness.squad_articles import article_range
 from benchmarks.own_corpus.training import PICKS, custom_questions, run_training
 from qrag_integrations.core.atomic import write_text_atomic
 
@@ -81,22 +82,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         if start < end:
             p.error(f"--{first} and --{second} share articles: give ranges that do not overlap")
     return args
-
-
-def article_range(text: str) -> tuple[int, int]:
-    """``"A-B"`` (inclusive, within the articles the SQuAD loader may read) as the half-open range
-    ``(A, B + 1)``; the loader refuses the reserved ones too, this says so in argparse's words."""
-    try:
-        a, b = (int(x) for x in text.split("-"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a range like 0-9") from None
-    last = VALIDATION_ARTICLES - 1
-    if not 0 <= a <= b <= last:
-        raise argparse.ArgumentTypeError(
-            f"{text!r}: articles must lie within 0-{last} ({VALIDATION_ARTICLES}-34 are reserved) "
-            "with A <= B"
-        )
-    return a, b + 1
 
 
 def main(argv: Sequence[str] | None = None) -> dict:

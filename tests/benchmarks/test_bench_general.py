@@ -271,6 +271,17 @@ def test_the_hotpotqa_cell_can_skip_the_questions_an_earlier_report_read() -> No
     assert [e.id for e in later] == [e.id for e in first[2:]]
 
 
+def test_the_squad_cell_pools_only_the_articles_asked_for() -> None:
+    episodes = bench_general.cell_episodes("squad", "val", 40, 0, articles=(0, 9))
+    articles = {int(e.id.split("-")[1]) for e in episodes}
+    assert len(episodes) == 40 and articles <= set(range(9))
+    every = bench_general.cell_episodes("squad", "val", 400, 0)
+    assert {int(e.id.split("-")[1]) for e in every} & set(range(9, 18))
+    assert len(episodes[0].chunks) < len(every[0].chunks)  # a pool of 9 articles, not 18
+    with pytest.raises(SystemExit):
+        bench_general.main(["--squad-articles", "5-20"])  # 18-34 are reserved
+
+
 def test_the_general_card_lists_tasks_below_dense_with_their_interval(tmp_path: Path) -> None:
     paired = {"diff": -0.1, "low": -0.2, "high": 0.0, "verdict": "tie"}
     cell = {
