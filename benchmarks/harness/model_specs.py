@@ -36,7 +36,6 @@ SEARCH_SETTINGS = {
     "lexical_steps": int,
     "lexical_gap": float,
     "lexical_weight": float,
-    "lexical_gate": _bool,
 }
 
 

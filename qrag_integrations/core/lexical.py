@@ -25,10 +25,6 @@ words find it; once the picks name every question term, BM25 has nothing left to
 third fact of "Where was the apple before the kitchen?" names neither word). The gap was chosen on
 validation splits (``docs/decisions.md``, 2026-11-28).
 
-A checkpoint may also carry a learned :class:`~qrag_integrations.core.gate.LexicalGate`: at a
-later step it reads Q's pool and which chunks still name an unnamed question word, and where it
-opens the step fuses BM25 of the whole question as the first steps do (before the gap rule).
-
 BM25 comes from ``bm25s`` (English stop words; a dependency), one index per corpus the
 candidates were drawn from (an in-memory snapshot, or every chunk of a vector store), built on
 first use and rebuilt when the corpus changes; a filter restricts the ranking, not the terms'
@@ -41,7 +37,7 @@ import functools
 import itertools
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,7 +46,6 @@ import torch
 
 from qrag_integrations.core.candidates import CandidateSet, CorpusTexts
 from qrag_integrations.core.errors import optional_import
-from qrag_integrations.core.gate import LexicalGate, gate_evidence
 from qrag_integrations.core.scan import Scored
 from qrag_integrations.core.snapshot_cache import BuiltFor
 from qrag_integrations.core.step import Step
@@ -211,26 +206,6 @@ def weighted_best(
 
 
 @dataclass(frozen=True)
-class GateStep:
-    """One question at a later step where a :class:`~qrag_integrations.core.gate.LexicalGate` is
-    read: what it reads and the pick either way (a trainer labels the step by them)."""
-
-    picked: tuple[int, ...]
-    """The question's picks so far (candidate ranks)."""
-    evidence: np.ndarray
-    """The gate's features (:func:`~qrag_integrations.core.gate.gate_evidence`)."""
-    opened: Scored | None
-    """The pick where the gate opens: BM25 of the whole question fused."""
-    closed: Scored | None
-    """The pick where it stays shut: the later-step rules."""
-
-
-#: Called with a question's number in the batch, its candidates and its :class:`GateStep` at each
-#: later step where a gate is read (``MultiStepSearcher.trace``).
-GateTrace = Callable[[int, CandidateSet, GateStep], None]
-
-
-@dataclass(frozen=True)
 class Fusion:
     """Where one search fuses BM25 of its questions (:func:`fusion_of`)."""
 
@@ -249,31 +224,21 @@ class Fusion:
     """A later step fuses where Q's two best untaken lie within this gap (``lexical_gap``)."""
     weight: float = 0.0
     """Fuse by score, ``Q + weight * BM25 / top`` (``lexical_weight``); 0: by rank."""
-    gate: LexicalGate | None = None
-    """A later step fuses BM25 of the whole question where this opens (``lexical_gate``)."""
-    trace: GateTrace | None = None
-    """Told of every later step where :attr:`gate` is read (a trainer's records)."""
 
     def at(self, step: int) -> bool:
         """Whether step ``step`` (from 1) may fuse."""
-        return step <= self.steps or self.gap is not None or self.gate is not None
+        return step <= self.steps or self.gap is not None
 
     def picks(self, step: Step, pools: list[list[Scored]]) -> list[Scored | None]:
         """The fused pick of each question of ``step`` from Q's best untaken chunks of its state
         (``pools[i]``, at least :attr:`depth` deep where that many are left). In the first
-        :attr:`steps` steps :func:`fused_best`; later, the whole question fused where
-        :attr:`gate` opens, else Q's best where it leads the next by at least :attr:`gap`, else
-        :func:`fused_best` with the question's ranking cut to chunks that name a question term no
-        pick names (:meth:`LexicalRanker.novel`)."""
-        later = step.number > self.steps
-        gap = self.gap if later else None
-        gate = self.gate if later else None
+        :attr:`steps` steps :func:`fused_best`; later, Q's best where it leads the next by at
+        least :attr:`gap`, else :func:`fused_best` with the question's ranking cut to chunks that
+        name a question term no pick names (:meth:`LexicalRanker.novel`)."""
+        gap = self.gap if step.number > self.steps else None
         best: list[Scored | None] = []
         for b, cands, picked, pool in zip(step.active, step.candidates, step.picked, pools):
             dense = pool[: self.depth]
-            if gate is not None and len(dense) > 1:
-                best.append(self._gated(gate, step.number, b, cands, picked, dense))
-                continue
             sure = (
                 gap is not None and dense and (len(dense) == 1 or dense[0][1] - dense[1][1] >= gap)
             )
@@ -294,56 +259,6 @@ class Fusion:
                 )
             best.append(fused_best(dense, words, picked, self.depth))
         return best
-
-    def _gated(
-        self,
-        gate: LexicalGate,
-        number: int,
-        b: int,
-        cands: CandidateSet,
-        picked: Sequence[int],
-        dense: list[Scored],
-    ) -> Scored | None:
-        """The pick of question ``b`` at later step ``number`` under ``gate``: BM25 of the
-        whole question fused where it opens, else the later-step rules (Q's best where the
-        policy is sure, else fused by the words no pick names; Q's best without a gap)."""
-        question = self.questions[b]
-        whole, names = self.ranker.novel_scores(cands, question, picked)
-        opened = self._fused(question, cands, picked, dense, whole)
-        ranks = [r for r, _, _ in dense]
-        fused = ranks.index(opened[0]) if opened is not None else 0
-        evidence = gate_evidence(number, [q for _, q, _ in dense], names[ranks], fused)
-        opens = gate.opens(evidence)
-        closed = None
-        if not opens or self.trace is not None:
-            sure = self.gap is None or dense[0][1] - dense[1][1] >= self.gap
-            closed = dense[0] if sure else self._fused(question, cands, picked, dense, whole, names)
-        if self.trace is not None:
-            self.trace(b, cands, GateStep(tuple(picked), evidence, opened, closed))
-        return opened if opens else closed
-
-    def _fused(
-        self,
-        question: str,
-        cands: CandidateSet,
-        picked: Sequence[int],
-        dense: list[Scored],
-        whole: np.ndarray,
-        names: np.ndarray | None = None,
-    ) -> Scored | None:
-        """A step's pick with BM25 of the whole question fused (``names`` ``None``), or only of
-        the chunks where ``names`` holds (they name a question word no pick names); ``whole`` is
-        the question's BM25 of every candidate."""
-        if self.weight:
-            lexical = whole if names is None else np.where(names, whole, 0.0)
-            return weighted_best(dense, lexical, float(whole.max(initial=0.0)), self.weight)
-        limit = self.depth + len(picked)
-        ranking = (
-            self.ranker.ranking(cands, question, limit)
-            if names is None
-            else self.ranker.novel(cands, question, picked, limit)
-        )
-        return fused_best(dense, ranking, list(picked), self.depth)
 
     def _weighted(
         self,
@@ -373,13 +288,11 @@ def fusion_of(
     steps: int | None,
     gap: float | None,
     weight: float = 0.0,
-    gate: LexicalGate | None = None,
-    trace: GateTrace | None = None,
 ) -> Fusion | None:
     """The fusion of a search of ``k`` steps over ``candidates[b]`` for ``questions[b]`` (``b`` in
     ``active``) at ``depth`` (``None``: none), fusing always in the first ``steps`` (``None``:
-    every step) and after them where ``gate`` opens or Q's two best lie within ``gap`` (``None``
-    or 0: never); by score at ``weight`` (0: by rank); ``trace`` told of each gated step."""
+    every step) and after them where Q's two best lie within ``gap`` (``None`` or 0: never); by
+    score at ``weight`` (0: by rank)."""
     if depth is None:
         return None
     steps = min(k, steps or k)
@@ -390,5 +303,4 @@ def fusion_of(
         if weight
         else {b: ranker.ranking(candidates[b], questions[b], depth + steps) for b in active}
     )
-    gate = gate if steps < k else None
-    return Fusion(ranker, questions, words, depth, steps, gap, weight, gate, trace)
+    return Fusion(ranker, questions, words, depth, steps, gap, weight)

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 
 from qrag_integrations.core.config import QRAGConfig
 from qrag_integrations.core.errors import QRAGError
-from qrag_integrations.core.gate import LexicalGate
 
 #: The restatement margin of ``supersede=True`` for a checkpoint that recommends none (the default
 #: checkpoint's, chosen on validation).
@@ -58,8 +57,6 @@ class SearchPolicy:
     """Least cosine of two chunk embeddings for one to restate the other."""
     lexical_weight: float = 0.0
     """Fuse by score, Q + this * BM25 / the question's best BM25; 0: by reciprocal rank."""
-    lexical_gate: LexicalGate | None = None
-    """A later step fuses BM25 of the whole question where this learned gate opens; None: off."""
 
     def __post_init__(self) -> None:
         _check_count("lexical_depth", self.lexical_depth, 0, none=False)
@@ -67,10 +64,6 @@ class SearchPolicy:
         _check_number("lexical_gap", self.lexical_gap, none=False)
         _check_number("lexical_weight", self.lexical_weight, none=False)
         _check_number("supersede_margin", self.supersede_margin, none=True)
-        if not (self.lexical_gate is None or isinstance(self.lexical_gate, LexicalGate)):
-            raise QRAGError(
-                f"lexical_gate must be a LexicalGate or None, got {self.lexical_gate!r}"
-            )
         similarity = self.supersede_similarity
         if isinstance(similarity, bool) or not isinstance(similarity, (int, float)):
             raise QRAGError(f"supersede_similarity must be a number, got {similarity!r}")
@@ -86,28 +79,18 @@ class SearchPolicy:
         lexical_steps: int | None = None,
         lexical_gap: float | None = None,
         lexical_weight: float | None = None,
-        lexical_gate: bool | None = None,
         supersede: bool | None = None,
     ) -> SearchPolicy:
         """The policy ``config``'s checkpoint recommends, with the rules given here changed
-        (``None``: the checkpoint's): ``lexical_depth=0`` turns fusion off, ``lexical_gate=False``
-        the checkpoint's learned gate, ``supersede=False`` the restatement rule (``True``: on, at
-        the checkpoint's margin, else :data:`DEFAULT_MARGIN`).
+        (``None``: the checkpoint's): ``lexical_depth=0`` turns fusion off, ``supersede=False``
+        the restatement rule (``True``: on, at the checkpoint's margin, else
+        :data:`DEFAULT_MARGIN`).
 
         Raises:
-            QRAGError: a value out of range, ``supersede`` or ``lexical_gate`` not a bool or
-                ``None``, or ``lexical_gate=True`` for a checkpoint without a gate.
+            QRAGError: a value out of range, or ``supersede`` not a bool or ``None``.
         """
         if not (supersede is None or isinstance(supersede, bool)):
             raise QRAGError(f"supersede must be True, False or None, got {supersede!r}")
-        if not (lexical_gate is None or isinstance(lexical_gate, bool)):
-            raise QRAGError(f"lexical_gate must be True, False or None, got {lexical_gate!r}")
-        gate = None if config.lexical_gate is None else LexicalGate.from_dict(config.lexical_gate)
-        if lexical_gate and gate is None:
-            raise QRAGError(
-                "lexical_gate=True, but this checkpoint has no learned gate: fit one with "
-                "qrag-fit-gate, or leave lexical_gate unset"
-            )
         _check_count("lexical_depth", lexical_depth, 0, none=True)
         _check_count("lexical_steps", lexical_steps, 1, none=True)
         _check_number("lexical_gap", lexical_gap, none=True)
@@ -124,7 +107,6 @@ class SearchPolicy:
             else lexical_weight,
             supersede_margin=margin,
             supersede_similarity=config.supersede_similarity,
-            lexical_gate=None if lexical_gate is False else gate,
         )
 
     def replace(self, **changes: object) -> SearchPolicy:
@@ -139,15 +121,13 @@ class SearchPolicy:
                 if self.lexical_steps is None
                 else f"first {self.lexical_steps} step(s)"
             )
-            later = []
-            if self.lexical_steps is not None:
-                if self.lexical_gate is not None:
-                    later.append("the learned gate opens")
-                if self.lexical_gap:
-                    later.append(f"Q's two best lie within {self.lexical_gap:g}")
-            where = f", later where {' or '.join(later)}" if later else ""
+            later = (
+                f", later where Q's two best lie within {self.lexical_gap:g}"
+                if self.lexical_gap and self.lexical_steps is not None
+                else ""
+            )
             by = f" by score (weight {self.lexical_weight:g})" if self.lexical_weight else ""
-            fusion = f"BM25 fusion{by}: depth {self.lexical_depth}, {steps}{where}"
+            fusion = f"BM25 fusion{by}: depth {self.lexical_depth}, {steps}{later}"
         else:
             fusion = "BM25 fusion: off"
         if self.supersede_margin is None:

@@ -28,7 +28,7 @@ from qrag_integrations.core.config import PositionMode
 from qrag_integrations.core.errors import QRAGError
 from qrag_integrations.core.exact_scan import ExactScan, pool_best
 from qrag_integrations.core.index import ChunkIndex
-from qrag_integrations.core.lexical import Fusion, GateTrace, LexicalRanker, fusion_of
+from qrag_integrations.core.lexical import Fusion, LexicalRanker, fusion_of
 from qrag_integrations.core.model import QRAGModel
 from qrag_integrations.core.policy import SearchPolicy
 from qrag_integrations.core.scan import Scored
@@ -111,9 +111,6 @@ class MultiStepSearcher:
         self.policy = SearchPolicy.of(model.config) if policy is None else policy
         self.exact = ExactScan(model, self.settings.block_size)
         """The exact scan of in-memory candidates (the exact picks and pools)."""
-        self.trace: GateTrace | None = None
-        """Told of each later step where the policy's lexical gate is read (a trainer's records,
-        :mod:`qrag_training.lexical_gate`); ``None``: nothing is recorded."""
         self._lexical = LexicalRanker()
         self._searched = DocumentRotation(model.config)  # document mode's rotated snapshot
         self._exact = ExactScorer(self.exact)
@@ -241,8 +238,6 @@ class MultiStepSearcher:
             policy.lexical_steps,
             policy.lexical_gap,
             policy.lexical_weight,
-            policy.lexical_gate,
-            self.trace,
         )
         margin = policy.supersede_margin
         for number in range(1, k + 1):

@@ -27,7 +27,7 @@ STORE_FIELDS = frozenset({"candidates_per_step", "check_exact"})
 SCAN_FIELDS = frozenset({"scan", "rescore"})
 #: The search rules' fields: the same rules on every path, in memory and over a store.
 RULE_FIELDS = frozenset(
-    {"lexical_depth", "lexical_steps", "lexical_gap", "lexical_weight", "lexical_gate", "supersede"}
+    {"lexical_depth", "lexical_steps", "lexical_gap", "lexical_weight", "supersede"}
 )
 
 

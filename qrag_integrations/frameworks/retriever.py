@@ -130,8 +130,6 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
     """Later steps fuse BM25 where Q's two best lie within this gap; None: the model's; 0: never."""
     lexical_weight: float | None = Field(default=None, ge=0)
     """Fuse BM25 by score, Q + weight * BM25 / the best BM25; None: the model's; 0: by rank."""
-    lexical_gate: bool | None = None
-    """Later steps fuse BM25 where the model's learned gate opens; None: the model's; False: off."""
     supersede: bool | None = None
     """Later restatements supersede picks (``core.supersede``); None: the model's; False: off."""
     candidates_per_step: int = Field(default=64, ge=1)

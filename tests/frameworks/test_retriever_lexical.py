@@ -1,5 +1,5 @@
 """The retriever's search fields (BM25 fusion: ``lexical_depth``, ``lexical_steps``,
-``lexical_gap``, ``lexical_weight``, ``lexical_gate``; ``supersede``) reach the core search."""
+``lexical_gap``, ``lexical_weight``; ``supersede``) reach the core search."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import pytest
 from search_reference import rules, with_config
 
 from qrag_integrations import QRAGRetriever
-from qrag_integrations.core.gate import GATE_FEATURES
 from qrag_integrations.core.search import MultiStepSearcher
 
 WORDS = ["apple", "river", "garden", "kitchen", "football", "office", "milk", "castle"]
@@ -79,26 +78,3 @@ def test_supersede_reaches_the_core_search(make_model) -> None:
         results[flag] = [ids_of(retriever.invoke(q)) for q in QUERIES]
         assert results[flag] == [[h.chunk.id for h in hits] for hits in core.search(QUERIES, k=3)]
     assert results[None] != results[False]  # the model's rule is on unless switched off
-
-
-def test_lexical_gate_reaches_the_core_search(make_model) -> None:
-    # a gate that opens from the third step on (its first feature is the step), at a weight where
-    # BM25 decides: the picks from the third step differ with it and without
-    opens = {
-        "features": list(GATE_FEATURES),
-        "weights": [1.0] + [0.0] * (len(GATE_FEATURES) - 1),
-        "bias": -2.5,
-    }
-    rules_ = {"lexical_depth": 5, "lexical_steps": 1, "lexical_weight": 1e6, "lexical_gate": opens}
-    model = with_config(make_model("none"), **rules_)
-    results = {}
-    for flag in (None, False):
-        retriever = QRAGRetriever(model=model, texts=TEXTS, k=4, lexical_gate=flag)
-        policy = rules(model, lexical_gate=flag)
-        assert retriever.policy == policy
-        core = MultiStepSearcher(model, retriever.index, policy=policy).search(QUERIES, k=4)
-        results[flag] = [ids_of(retriever.invoke(q)) for q in QUERIES]
-        assert results[flag] == [[h.chunk.id for h in hits] for hits in core]
-    assert results[None] != results[False]  # the model's gate is on unless switched off
-    with pytest.raises(ValueError, match="no learned gate"):
-        QRAGRetriever(model=make_model("none"), texts=TEXTS, lexical_gate=True).invoke("x")

@@ -18,7 +18,6 @@ from search_reference import (
 )
 
 from qrag_integrations.core.errors import IndexMismatchError, QRAGError
-from qrag_integrations.core.gate import GATE_FEATURES
 from qrag_integrations.core.index import ChunkIndex
 from qrag_integrations.core.search import MultiStepSearcher
 from qrag_integrations.stores.rows import SortedKeys
@@ -81,18 +80,6 @@ RULES = {
         "lexical_steps": 1,
         "lexical_gap": 0.5,
         "lexical_weight": 0.5,
-    },
-    "fusion-gate": {
-        "lexical_depth": 3,
-        "lexical_steps": 1,
-        "lexical_gap": 0.5,
-        "lexical_weight": 0.5,
-        # a learned gate that opens from the third step on (its first feature is the step)
-        "lexical_gate": {
-            "features": list(GATE_FEATURES),
-            "weights": [1.0] + [0.0] * (len(GATE_FEATURES) - 1),
-            "bias": -2.5,
-        },
     },
     "restatements": {"supersede_margin": 1e6, "supersede_similarity": -1.0},
     "all": {"lexical_depth": 4, "lexical_steps": 1, "lexical_gap": 0.5, "supersede_margin": 1e6},

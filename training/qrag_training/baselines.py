@@ -10,9 +10,8 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from qrag_integrations.core.candidates import CandidateSet
 from qrag_integrations.core.index import ChunkIndex
-from qrag_integrations.core.lexical import GateStep, GateTrace, bm25_index, bm25_query, rrf_scores
+from qrag_integrations.core.lexical import bm25_index, bm25_query, rrf_scores
 from qrag_integrations.core.model import QRAGModel, eval_mode
 from qrag_integrations.core.policy import SearchPolicy
 from qrag_integrations.core.search import MultiStepSearcher, SearchSettings
@@ -29,16 +28,6 @@ NOT_Q_VALUES = ("dense", "bm25", "hybrid", "none")
 HYBRID_DEPTH = 50
 #: Chunk texts -> ``(len(texts), D)`` chunk embeddings.
 ChunkEmbedder = Callable[[Sequence[str]], torch.Tensor]
-
-
-#: Told of an episode's candidates and :class:`~qrag_integrations.core.lexical.GateStep` at each
-#: later step where a lexical gate is read.
-EpisodeTrace = Callable[[Episode, CandidateSet, GateStep], None]
-
-
-def _episode_trace(trace: EpisodeTrace, batch: Sequence[Episode]) -> GateTrace:
-    """``trace`` as a search of ``batch`` calls it (by question number in the batch)."""
-    return lambda b, candidates, step: trace(batch[b], candidates, step)
 
 
 def _chunk_embedder(model: QRAGModel, batch_size: int) -> ChunkEmbedder:
@@ -79,7 +68,6 @@ def greedy_retrieve(
     embed: ChunkEmbedder | None = None,
     policy: SearchPolicy | None = None,
     threads: int | None = None,
-    trace: EpisodeTrace | None = None,
 ) -> list[Retrieval]:
     """Greedy multi-step Q-RAG retrieval with the retriever's own search
     (:meth:`MultiStepSearcher.search_each`), ``batch_size`` episodes at a time.
@@ -97,8 +85,6 @@ def greedy_retrieve(
             ``model.embed_chunks`` (e.g. a benchmark's cache of pre-embedded noise sentences).
         policy: the search rules (e.g. BM25 fusion); default the model checkpoint's.
         threads: threads of the searches (``SearchSettings.threads``).
-        trace: told of each later step where the policy's lexical gate is read, with the
-            episode it belongs to (``MultiStepSearcher.trace``; :mod:`qrag_training.lexical_gate`).
     """
     embed = embed or _chunk_embedder(model, embed_batch_size)
     settings = SearchSettings(threads=threads)
@@ -115,8 +101,6 @@ def greedy_retrieve(
                 index.add(episode.chunks, emb, ids=ids, doc_ids=episode_doc_ids(episode))
                 indexes.append(index)
             searcher = MultiStepSearcher(model, indexes[0], settings, policy)
-            if trace is not None:
-                searcher.trace = _episode_trace(trace, batch)
             hits = searcher.search_each([e.question for e in batch], indexes, steps, stop_threshold)
             results += [
                 Retrieval([int(h.chunk.id) for h in row], [h.q_value for h in row]) for row in hits

@@ -33,7 +33,6 @@ _SETTINGS_TAKEN_FROM_RUN = (
     "lexical_steps",
     "lexical_gap",
     "lexical_weight",
-    "lexical_gate",
     "supersede_margin",
     "supersede_similarity",
 )
