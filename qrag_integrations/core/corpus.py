@@ -72,6 +72,11 @@ class IndexCorpus:
         self.searcher = MultiStepSearcher(model, index, settings, policy)
         self.policy = self.searcher.policy
 
+    def reconfigure(self, settings: SearchSettings, policy: SearchPolicy) -> None:
+        """Search by ``policy``, as fast as ``settings`` say, from the next search on."""
+        self.searcher = MultiStepSearcher(self.model, self.index, settings, policy)
+        self.policy = self.searcher.policy
+
     def __len__(self) -> int:
         return len(self.index)
 

@@ -195,7 +195,10 @@ class ChunkIndex:
             raise QRAGError("ids must be unique")
         clash = [i for i in ids if i in self._row_of]
         if clash:
-            raise QRAGError(f"ids already in the index: {clash[:5]} (delete them first)")
+            raise QRAGError(
+                f"ids already in the index: {clash[:5]}; chunk ids are unique: delete them first "
+                "(retriever.delete(ids)) to replace their chunks"
+            )
 
     def chunks_of_documents(self, doc_ids: Sequence[str]) -> list[str]:
         """Ids of every chunk of these documents, in document order."""

@@ -13,8 +13,11 @@ from typing import TYPE_CHECKING, Any, Self
 
 from pydantic import ValidationError
 
+from qrag_integrations.core import validation
 from qrag_integrations.core.errors import QRAGError, UnknownOptionError
+from qrag_integrations.core.options import check_options
 from qrag_integrations.core.persistence import SETTINGS_FILE, read_retriever
+from qrag_integrations.core.threads import check_threads
 from qrag_integrations.frameworks.conversion import llama_index_nodes, vector_store_documents
 
 if TYPE_CHECKING:
@@ -24,7 +27,12 @@ if TYPE_CHECKING:
 #: Fields that only a store-backed retriever uses (refused, and not saved, without a store).
 STORE_FIELDS = frozenset({"candidates_per_step", "check_exact"})
 #: Fields that only the in-memory index's scan uses (refused with a store).
-SCAN_FIELDS = frozenset({"scan", "rescore"})
+SCAN_FIELDS = frozenset({"scan", "rescore", "faiss_candidates"})
+#: Fields a built retriever's model and index or store hold: fixed once it is built.
+BUILD_FIELDS = frozenset({"checkpoint", "device", "index_dtype"})
+#: How fast a search runs (``SearchSettings``; a store-backed search's own candidates too):
+#: changed on a built retriever, its search is set up again.
+SPEED_FIELDS = SCAN_FIELDS | STORE_FIELDS | {"threads"}
 #: The search rules' fields: the same rules on every path, in memory and over a store.
 RULE_FIELDS = frozenset(
     {"lexical_depth", "lexical_steps", "lexical_gap", "lexical_weight", "supersede"}
@@ -60,6 +68,37 @@ def check_store_options(
             f"{min(SCAN_FIELDS & set(fields))} applies to the in-memory index's scan, not "
             "to a store (a store-backed search re-scores candidates_per_step chunks per step)"
         )
+    elif "index_dtype" in fields:
+        raise QRAGError("index_dtype applies to the in-memory index, not to a store's vectors")
+
+
+def check_assignment(name: str, value: Any, store_backed: bool) -> None:
+    """Refuse setting field ``name`` to ``value`` on a built retriever where it could not take
+    effect: a field its model and index or store hold, or one of the other kind of retriever;
+    check ``k`` and ``threads`` before pydantic would coerce them, as the constructor does.
+
+    Raises:
+        QRAGError: naming the field and what to do instead.
+    """
+    if name in BUILD_FIELDS:
+        raise QRAGError(
+            f"{name} is fixed once a retriever is built (its model and index hold it): build "
+            f"a new one with {name}=... (a from_* constructor, or QRAGRetriever.load(path, ...) "
+            "for device)"
+        )
+    if store_backed:
+        check_store_options({name: value}, True, False, None, "auto")
+        if name == "document_key":
+            raise QRAGError(
+                "document_key is fixed once a store-backed retriever is built: the store's "
+                "documents were read by it; build a new one with from_store(..., document_key=...)"
+            )
+    else:
+        check_store_options({name: value}, False, False, None, "auto")
+    if name == "k":
+        validation.check_k(value)
+    if name == "threads":
+        check_threads(value)
 
 
 class RetrieverConstructors:
@@ -276,19 +315,30 @@ class RetrieverConstructors:
         return cls(store=connect(url=url, path=path), collection_name=collection_name, **kwargs)
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str], device: str | None = None) -> Self:
-        """Load a retriever written by :meth:`save` (every setting kept; no pickle).
+    def load(cls, path: str | os.PathLike[str], device: str | None = None, **options: Any) -> Self:
+        """Load a retriever written by :meth:`save` (every setting kept; no pickle), with
+        ``options`` changed: the constructors' fields (``k=2``, ``scan="int8"``,
+        ``lexical_steps=3``, ...), each set as on a built retriever.
 
         Args:
             path: the saved folder.
             device: load onto this device instead of the saved one.
+            **options: fields to change; ``checkpoint`` and ``index_dtype`` are held by the
+                saved model and index, store-only fields by store-backed retrievers.
 
         Raises:
-            QRAGError: missing or corrupt files.
+            QRAGError: missing or corrupt files, or an option a loaded retriever cannot take.
+            UnknownOptionError: a name no retriever takes.
             IndexMismatchError: the index was built with another chunk encoder.
         """
+        check_options(options, cls.model_fields, f"{cls.__name__}.load")
+        for name, value in options.items():  # before the costly read
+            check_assignment(name, value, store_backed=False)
         saved = read_retriever(path, device=device)
         try:
-            return cls(model=saved.model, index=saved.index, **saved.settings)
+            retriever = cls(model=saved.model, index=saved.index, **saved.settings)
         except (ValidationError, UnknownOptionError) as exc:
             raise QRAGError(f"corrupt {Path(path) / SETTINGS_FILE}: {exc}") from exc
+        for name, value in options.items():
+            setattr(retriever, name, value)
+        return retriever

@@ -37,8 +37,10 @@ from qrag_integrations.core.threads import check_threads
 from qrag_integrations.frameworks.constructors import (
     RULE_FIELDS,
     SCAN_FIELDS,
+    SPEED_FIELDS,
     STORE_FIELDS,
     RetrieverConstructors,
+    check_assignment,
     check_store_options,
 )
 from qrag_integrations.frameworks.conversion import (
@@ -92,7 +94,9 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
     ``get_prompts`` follows LlamaIndex (a dict; a retriever has no prompts).
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    # validate_assignment: a field set on a built retriever is checked as the constructor checks
+    # it (and then takes effect: __setattr__)
+    model_config = ConfigDict(arbitrary_types_allowed=True, validate_assignment=True)
 
     k: int = 4
     """Number of search steps = documents returned (fewer if ``stop_threshold`` stops early or
@@ -159,6 +163,7 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
 
     _model: QRAGModel = PrivateAttr()
     _corpus: Corpus = PrivateAttr()
+    _built: bool = PrivateAttr(default=False)
 
     def __init__(
         self,
@@ -215,15 +220,13 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
         self._model = model.eval()
         if self.backend != "torch" or self.quantize is not None:
             model.set_backend(self.backend, self.quantize)
-        # the checkpoint's policy with this retriever's rule fields: the same on every path
-        policy = SearchPolicy.of(
-            model.config, **{name: getattr(self, name) for name in RULE_FIELDS}
-        )
+        policy = self._policy()
         if store is not None:
             source = open_store(store, model, collection_name, rank_by, self.document_key)
             self._corpus = StoreCorpus(
                 model, source, self.candidates_per_step, self.check_exact, policy, self.threads
             )
+            self._built = True
             return
         if index is None:
             index = ChunkIndex(
@@ -233,13 +236,54 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
             raise IndexMismatchError(
                 f"index embedding size {index.embedding_dim} != model embedding size {model.embedding_dim}"
             )
-        own = {name: getattr(self, name) for name in SCAN_FIELDS}  # the in-memory search's fields
-        settings = SearchSettings(
-            faiss_candidates=self.faiss_candidates, threads=self.threads, **own
-        )
-        self._corpus = IndexCorpus(model, index, settings, policy)
+        self._corpus = IndexCorpus(model, index, self._settings(), policy)
+        self._built = True
         if texts is not None:
             self.add_texts(texts, metadatas=metadatas, ids=ids)
+
+    def _policy(self) -> SearchPolicy:
+        """The checkpoint's policy with this retriever's rule fields: the same on every path."""
+        return SearchPolicy.of(
+            self._model.config, **{name: getattr(self, name) for name in RULE_FIELDS}
+        )
+
+    def _settings(self) -> SearchSettings:
+        """How fast the in-memory index is searched (its scan fields and threads)."""
+        return SearchSettings(
+            threads=self.threads, **{name: getattr(self, name) for name in SCAN_FIELDS}
+        )
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """A field set on a built retriever takes effect, or raises naming why it cannot (its
+        model and index hold it, or the other kind of retriever uses it); a value the
+        constructor would refuse is refused, and the retriever is left as it was."""
+        if name not in type(self).model_fields or not self._built:
+            super().__setattr__(name, value)
+            return
+        check_assignment(name, value, self.is_store_backed)
+        before = getattr(self, name)
+        super().__setattr__(name, value)
+        try:
+            self._take_effect(name)
+        except BaseException:
+            super().__setattr__(name, before)
+            raise
+
+    def _take_effect(self, name: str) -> None:
+        """Apply field ``name``'s new value: the search rules and speed set the search up again,
+        the backend re-encodes; the rest (``k``, ``filter``, ``batch_size``, ...) is read where it
+        is used."""
+        if name in RULE_FIELDS or name in SPEED_FIELDS:
+            if isinstance(self._corpus, StoreCorpus):
+                self._corpus.reconfigure(
+                    self.candidates_per_step, self.check_exact, self._policy(), self.threads
+                )
+            else:
+                self._corpus.reconfigure(self._settings(), self._policy())
+        elif name in ("backend", "quantize"):
+            self._model.set_backend(self.backend, self.quantize)
+        elif name == "filter":
+            as_filter(self.filter)
 
     @classmethod
     def _refuse_unknown(cls, options: Iterable[str], method: str, *also: str) -> None:

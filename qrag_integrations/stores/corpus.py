@@ -111,6 +111,20 @@ class StoreCorpus:
         )
         self.policy = self.searcher.policy
 
+    def reconfigure(
+        self,
+        candidates_per_step: int,
+        check_exact: bool,
+        policy: SearchPolicy | None,
+        threads: int | None,
+    ) -> None:
+        """Search with these settings (as the constructor's) from the next search on; the
+        counters of :attr:`stats` start again."""
+        self.searcher = StoreSearcher(
+            self.model, self.source, candidates_per_step, check_exact, policy, threads
+        )
+        self.policy = self.searcher.policy
+
     @property
     def stats(self) -> StoreStats:
         """Counters of the searches so far (steps, candidates, exact arg-max found)."""

@@ -297,6 +297,8 @@ class StoreSearcher:
             )
         self.model, self.source = model, source
         self.candidates_per_step, self.check_exact = candidates_per_step, check_exact
+        self.threads = threads
+        """Threads of a search (``SearchSettings.threads``)."""
         self.stats = StoreStats()
         self._lock = threading.Lock()
         self._searcher = MultiStepSearcher(

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -61,3 +63,32 @@ def test_the_preset_composes_to_the_shipped_checkpoints_recipe(preset: str, asse
     cfg = compose_config(shipped["env"]["name"], [f"preset={preset}", "out_dir=x"])
     composed = OmegaConf.to_container(cfg, resolve=True)
     assert _differences(shipped, composed) == []
+
+
+def test_help_opens_with_the_presets_and_the_settings_a_user_sets() -> None:
+    run = subprocess.run(
+        [sys.executable, "-m", "qrag_training.train", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    lines = run.stdout.splitlines()
+    assert lines[0].startswith("qrag-train:") and len(lines) < 45  # not the whole config tree
+    presets = sorted(
+        p.stem
+        for p in (
+            Path(__file__).resolve().parents[2] / "training" / "qrag_training" / "conf" / "preset"
+        ).glob("*.yaml")
+    )
+    head = "\n".join(lines[: lines.index("Config groups (group=option):")])
+    assert all(name in head for name in presets), presets
+    for setting in (
+        "env.path=",
+        "out_dir=",
+        "steps=",
+        "time_budget_minutes=",
+        "device=",
+        "preset=custom_cpu",
+    ):
+        assert setting in head
