@@ -69,10 +69,9 @@ class IndexCorpus:
         policy: SearchPolicy | None = None,
     ) -> None:
         self.model, self.index = model, index
-        self.searcher = MultiStepSearcher(model, index, settings, policy)
-        self.policy = self.searcher.policy
+        self.reconfigure(settings, policy)
 
-    def reconfigure(self, settings: SearchSettings, policy: SearchPolicy) -> None:
+    def reconfigure(self, settings: SearchSettings | None, policy: SearchPolicy | None) -> None:
         """Search by ``policy``, as fast as ``settings`` say, from the next search on."""
         self.searcher = MultiStepSearcher(self.model, self.index, settings, policy)
         self.policy = self.searcher.policy

@@ -86,19 +86,25 @@ def check_assignment(name: str, value: Any, store_backed: bool) -> None:
             f"a new one with {name}=... (a from_* constructor, or QRAGRetriever.load(path, ...) "
             "for device)"
         )
-    if store_backed:
-        check_store_options({name: value}, True, False, None, "auto")
-        if name == "document_key":
-            raise QRAGError(
-                "document_key is fixed once a store-backed retriever is built: the store's "
-                "documents were read by it; build a new one with from_store(..., document_key=...)"
-            )
-    else:
-        check_store_options({name: value}, False, False, None, "auto")
-    if name == "k":
-        validation.check_k(value)
-    if name == "threads":
-        check_threads(value)
+    check_store_options({name: value}, store_backed, False, None, "auto")
+    if store_backed and name == "document_key":
+        raise QRAGError(
+            "document_key is fixed once a store-backed retriever is built: the store's "
+            "documents were read by it; build a new one with from_store(..., document_key=...)"
+        )
+    check_before_coercion({name: value})
+
+
+def check_before_coercion(fields: dict[str, Any]) -> None:
+    """Check ``k`` and ``threads`` among ``fields`` as given, before pydantic would coerce
+    ``"3"``, ``True`` or ``2.0`` to an int.
+
+    Raises:
+        QRAGError: naming the field.
+    """
+    if "k" in fields:
+        validation.check_k(fields["k"])
+    check_threads(fields.get("threads"))
 
 
 class RetrieverConstructors:

@@ -33,7 +33,6 @@ from qrag_integrations.core.options import check_options
 from qrag_integrations.core.persistence import save_retriever
 from qrag_integrations.core.policy import SearchPolicy
 from qrag_integrations.core.search import Hit, SearchSettings
-from qrag_integrations.core.threads import check_threads
 from qrag_integrations.frameworks.constructors import (
     RULE_FIELDS,
     SCAN_FIELDS,
@@ -41,6 +40,7 @@ from qrag_integrations.frameworks.constructors import (
     STORE_FIELDS,
     RetrieverConstructors,
     check_assignment,
+    check_before_coercion,
     check_store_options,
 )
 from qrag_integrations.frameworks.conversion import (
@@ -202,9 +202,7 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
             collection_name,
             rank_by,
         )
-        if "k" in data:  # before pydantic, which would coerce "3", True or 2.0 to an int
-            validation.check_k(data["k"])
-        check_threads(data.get("threads"))  # likewise
+        check_before_coercion(data)
         super().__init__(**data)
         LIBaseRetriever.__init__(self, callback_manager=callback_manager)
         if self.index_dtype not in INDEX_DTYPES:

@@ -106,10 +106,7 @@ class StoreCorpus:
         threads: int | None = None,
     ) -> None:
         self.model, self.source = model, source
-        self.searcher = StoreSearcher(
-            model, source, candidates_per_step, check_exact, policy, threads
-        )
-        self.policy = self.searcher.policy
+        self.reconfigure(candidates_per_step, check_exact, policy, threads)
 
     def reconfigure(
         self,
