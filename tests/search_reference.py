@@ -1,5 +1,7 @@
-"""The brute-force reference of the multi-step search and its test settings, shared by the tests of
-the in-memory search (tests/core) and the store-backed search (tests/stores)."""
+"""The brute-force reference of the multi-step search (the package's
+:mod:`~qrag_integrations.core.reference_search`, over an index) with the per-step Q-values the
+rules' references build on, and the test settings, shared by the tests of the in-memory search
+(tests/core) and the store-backed search (tests/stores)."""
 
 from __future__ import annotations
 
@@ -21,6 +23,9 @@ from qrag_integrations.core.positions import (
     rotate,
     rotate_as,
 )
+from qrag_integrations.core.reference_search import reference_search
+from qrag_integrations.stores.rows import SortedKeys
+from qrag_integrations.stores.search import StoreCandidates
 
 N = 13
 
@@ -111,23 +116,13 @@ def brute_force(
     rows: list[int] | None = None,
     threshold: float | None = None,
 ) -> list[tuple[str, int, float, int]]:
-    """Per step: state text -> embed_states -> q_values at the current layout -> arg-max over the
-    unpicked chunks. Returns (chunk id, step, Q, position) per pick."""
-    chunks, emb, fixed = searched_chunks(model, index, rows)
-    n = len(chunks)
-    picked: list[int] = []
-    out = []
-    for step in range(1, min(k, n) + 1):
-        last = None if fixed is None or not picked else int(fixed[picked[-1]])
-        texts, docs = [c.text for c in chunks], [c.doc_id for c in chunks]
-        q, pos = step_q_values(model, query, texts, emb, picked, last, docs)
-        best = int(q.argmax())
-        if threshold is not None and float(q[best]) < threshold:
-            break
-        where = pos if fixed is None else fixed
-        out.append((chunks[best].id, step, float(q[best]), int(where[best])))
-        picked.append(best)
-    return out
+    """The package's executable specification of the search
+    (:func:`~qrag_integrations.core.reference_search.reference_search`) over the searched rows
+    (all by default): ``(chunk id, step, Q, position)`` per pick."""
+    snap = index.snapshot()
+    rows = list(range(len(snap))) if rows is None else rows
+    chunks = [snap.chunks[r] for r in rows]
+    return as_tuples(reference_search(model, chunks, snap.embeddings[rows], query, k, threshold))
 
 
 def step_q_values(
@@ -207,3 +202,38 @@ def embed_state(model: QRAGModel, text: str) -> torch.Tensor:
         with torch.no_grad():
             _STATE_CACHE[key] = model.embed_states([text])
     return _STATE_CACHE[key]
+
+
+class IndexSource:
+    """A :class:`CandidateSource` over a ChunkIndex: candidates by unrotated inner product, key =
+    (document's rank, row in document order); counts every call."""
+
+    def __init__(self, index: ChunkIndex) -> None:
+        self.snap = index.snapshot()
+        ranks = {d: r for r, d in enumerate(dict.fromkeys(c.doc_id for c in self.snap.chunks))}
+        self.doc_rank = np.array([ranks[c.doc_id] for c in self.snap.chunks], dtype=np.int64)
+        self.embedding_dim = index.embedding_dim
+        self.asked: list[int] = []
+
+    def _rows(self, filter) -> np.ndarray:
+        rows = self.snap.rows_matching(filter)
+        return np.arange(len(self.snap)) if rows is None else rows
+
+    def layout(self, filter) -> SortedKeys:
+        rows = self._rows(filter)
+        chunks = [self.snap.chunks[r] for r in rows]
+        return SortedKeys(
+            np.stack([self.doc_rank[rows], rows], axis=1),
+            ids=[c.id for c in chunks],
+            texts=[c.text for c in chunks],
+        )
+
+    def candidates(self, vector: np.ndarray, k: int, filter) -> StoreCandidates:
+        self.asked.append(k)
+        rows = self._rows(filter)
+        emb = self.snap.embeddings[torch.from_numpy(rows)].float().numpy()
+        top = rows[np.argsort(-(emb @ vector), kind="stable")[:k]]
+        keys = np.stack([self.doc_rank[top], top], axis=1)
+        return StoreCandidates(
+            [self.snap.chunks[r] for r in top], self.snap.embeddings[top].float().numpy(), keys
+        )

@@ -20,7 +20,7 @@ import pytest
 import torch
 from search_reference import MODES, QUERIES, TEXTS, N, random_index
 
-from qrag_integrations.core import candidates
+from qrag_integrations.core import positions
 from qrag_integrations.core.index import ChunkIndex
 from qrag_integrations.core.model import QRAGModel
 from qrag_integrations.core.policy import SearchPolicy
@@ -98,7 +98,7 @@ def test_search_each_matches_cpu(make_model, mode: str) -> None:
 def test_document_runs_match_cpu(make_model, monkeypatch: pytest.MonkeyPatch) -> None:
     """Document mode searched as stored with the state rotated per run of equal positions (the
     path of one long document), on both devices."""
-    monkeypatch.setattr(candidates, "MIN_MEAN_RUN", 1)
+    monkeypatch.setattr(positions, "MIN_MEAN_RUN", 1)
     model, index = make_model("document-slow"), random_index()
     gpu_model, gpu_index = on_cuda(model, index)
     cpu = MultiStepSearcher(model, index).search(QUERIES, k=6)

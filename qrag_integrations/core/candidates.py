@@ -1,12 +1,11 @@
-"""The chunks one question searches, as the search loop sees them (:class:`CandidateSet`), and
-the in-memory index's kind (:class:`IndexCandidates`: a snapshot's rows, all or those a filter
-matched)."""
+"""The in-memory index's candidates (:class:`IndexCandidates`: a snapshot's rows, all or those a
+filter matched, a :class:`~qrag_integrations.core.step.CandidateSet`), as a search builds them
+(:class:`DocumentRotation`: in document position modes with their fixed layout)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
 
 import numpy as np
 import torch
@@ -14,66 +13,16 @@ import torch
 from qrag_integrations.core.chunks import Chunk, MetadataFilter, Snapshot
 from qrag_integrations.core.config import PositionMode, QRAGConfig
 from qrag_integrations.core.positions import (
-    document_layout,
+    DocumentLayout,
+    Runs,
     document_runs,
-    fixed_runs,
-    layout_positions,
+    fixed_layout,
     layout_runs,
     overlaid,
     picked_documents,
-    rotate_as,
 )
-from qrag_integrations.core.scan import Scored
 from qrag_integrations.core.snapshot_cache import BuiltFor
-
-#: Rows rotated at a time when a snapshot is rotated for document positions.
-ROTATION_BLOCK = 16384
-
-#: Runs ``(start, stop, position)`` of consecutive chunks sharing one fixed position.
-Runs = tuple[tuple[int, int, int], ...]
-
-#: Document mode searches stored, unrotated embeddings run by run of equal fixed positions (the
-#: state rotated once per run, as in relative mode) when the runs average at least this many
-#: chunks, e.g. one long document (at most ``int(relative_span * relative_step) + 1`` runs);
-#: shorter runs (many short documents) would cost a rotation and a small scan each per step, so
-#: those are searched on a rotated copy of the embeddings (one more float32 copy).
-MIN_MEAN_RUN = 1024
-
-
-def _rotated(emb: torch.Tensor, positions: np.ndarray, config: QRAGConfig) -> torch.Tensor:
-    # in blocks into one new tensor: the rotation's float32 temporaries stay a block's size
-    # (whole, they were ~7 times the embeddings at 400K chunks)
-    out, at = torch.empty_like(emb), torch.from_numpy(positions).to(emb.device)
-    for i in range(0, emb.shape[0], ROTATION_BLOCK):
-        j = i + ROTATION_BLOCK
-        out[i:j] = rotate_as(config, emb[i:j], at[i:j])
-    return out
-
-
-@dataclass(frozen=True)
-class DocumentLayout:
-    """Where the searched chunks sit in their documents, and the fixed positions that gives."""
-
-    order: np.ndarray
-    """Each chunk's order inside its document (a run of equal consecutive doc ids)."""
-    length: np.ndarray
-    """Each chunk's document's chunk count."""
-    fixed: np.ndarray
-    """Each chunk's fixed position (:func:`~qrag_integrations.core.positions.layout_positions`)."""
-
-
-def _document_layout(
-    chunks: Sequence[Chunk], emb: torch.Tensor, config: QRAGConfig
-) -> tuple[DocumentLayout, Runs | None, torch.Tensor | None]:
-    """The fixed layout of searched ``chunks`` (document modes), its runs and rotated embeddings:
-    runs (``emb`` searched as stored) where they are long, else a rotated copy."""
-    order, length = document_layout([c.doc_id for c in chunks])
-    fixed = layout_positions(order, length, config.relative_step, config.relative_span)
-    runs = fixed_runs(fixed)
-    where = DocumentLayout(order, length, fixed)
-    if not fixed.any() or len(runs) * MIN_MEAN_RUN <= fixed.size:
-        return where, runs, None
-    return where, None, _rotated(emb, fixed, config)
+from qrag_integrations.core.step import CorpusTexts
 
 
 class DocumentRotation:
@@ -95,13 +44,13 @@ class DocumentRotation:
         if not self.config.position_mode.in_documents:
             return plain
         if plain.rows is not None:
-            chunks = [snap.chunks[int(r)] for r in plain.rows]
-            where, runs, rotated = _document_layout(chunks, plain.emb, self.config)
+            doc_ids = [snap.chunks[int(r)].doc_id for r in plain.rows]
+            where, runs, rotated = fixed_layout(doc_ids, plain.emb, self.config)
             emb = plain.emb if rotated is None else rotated
             return IndexCandidates(snap, plain.rows, emb, runs, plain.emb, where)
 
         def build() -> tuple[DocumentLayout, Runs | None, torch.Tensor | None]:
-            return _document_layout(snap.chunks, snap.embeddings, self.config)
+            return fixed_layout([c.doc_id for c in snap.chunks], snap.embeddings, self.config)
 
         where, runs, rotated = self._slot.get(snap.embeddings, build) if keep else build()
         if rotated is None:
@@ -109,50 +58,6 @@ class DocumentRotation:
         return IndexCandidates(
             Snapshot(snap.chunks, rotated), None, rotated, None, snap.embeddings, where
         )
-
-
-@dataclass(frozen=True)
-class CorpusTexts:
-    """The texts BM25 ranks a candidate set's chunks over: every chunk of the corpus the set was
-    drawn from (a filter does not change the terms' statistics), and where the set's ranks lie."""
-
-    key: torch.Tensor | Hashable
-    """Names the corpus: its BM25 index is rebuilt when the key changes (a tensor: by identity)."""
-    texts: Callable[[], Sequence[str]]
-    """Every corpus text, corpus row ``i`` = ``texts()[i]`` (read when an index is built)."""
-    rows: np.ndarray | None
-    """The corpus row of each candidate rank; ``None``: rank = row."""
-
-
-class CandidateSet(Protocol):
-    """The chunks one question searches, as the search loop and its rules see them: how many there
-    are, the chunk and stored embedding at a document-order rank, the corpus texts BM25 reads, and
-    the best unpicked ones for a state."""
-
-    @property
-    def n(self) -> int:
-        """Number of chunks searched (positions are laid out over them)."""
-
-    def chunk(self, rank: int) -> Chunk:
-        """The chunk at this document-order rank (at least every picked or pooled one)."""
-
-    def vectors(self, ranks: Sequence[int]) -> torch.Tensor:
-        """The stored (unrotated) embeddings at ``ranks`` (at least picked or pooled ones)."""
-
-    def corpus(self) -> CorpusTexts:
-        """The texts BM25 ranks these chunks over."""
-
-    def best(self, searcher: Any, state: torch.Tensor, picked: list[int]) -> Scored | None:
-        """``(rank, Q-value, position)`` of the pick for ``state`` given the ranks ``picked``;
-        ``None`` when no chunk the question may get is left (its search ends). ``searcher`` is
-        the :class:`~qrag_integrations.core.search.MultiStepSearcher` asking (a set that scores
-        its own chunks needs nothing of it)."""
-
-    def top(
-        self, searcher: Any, state: torch.Tensor, picked: list[int], depth: int
-    ) -> list[Scored]:
-        """The ``depth`` best unpicked ``(rank, Q-value, position)`` for ``state``, best first:
-        the pool the search's rules read."""
 
 
 @dataclass(frozen=True)
@@ -248,13 +153,15 @@ class IndexCandidates:
             return searched
         return int(self.fixed[rank]) + searched
 
-    def best(self, searcher: Any, state: torch.Tensor, picked: list[int]) -> Scored:
-        """The exact arg-max ``(rank, Q, position)`` over every unpicked candidate (the
-        searcher's :attr:`~qrag_integrations.core.search.MultiStepSearcher.exact` scan)."""
-        return searcher.exact.best_one(self, state, picked)
-
-    def top(
-        self, searcher: Any, state: torch.Tensor, picked: list[int], depth: int
-    ) -> list[Scored]:
-        """The exact ``depth`` best unpicked candidates (the searcher's exact scan)."""
-        return searcher.exact.top(self, state, picked, depth)
+    def shares(self, config: QRAGConfig, picked: Sequence[Sequence[int]]) -> bool:
+        """Whether a batch with these picks is scanned as one
+        (:func:`~qrag_integrations.core.exact_scan.relaid_top_k`): positions
+        ``document_relative``, two or more questions, and their relaid documents together no
+        bigger than the index (so the per-question scans add at most one pass)."""
+        if config.position_mode is not PositionMode.DOCUMENT_RELATIVE:
+            return False
+        if len(picked) < 2 or self.layout is None or self.rows is not None:
+            return False
+        order, length = self.layout.order, self.layout.length
+        relaid = sum(hi - lo for p in picked for lo, hi in picked_documents(order, length, p))
+        return relaid <= self.n

@@ -1,5 +1,5 @@
-"""Compact scans: a small copy of the chunk embeddings that each search step scans to pick
-candidates, which the search then re-scores exactly in float32.
+"""The compact-copy strategy (:class:`CompactScorer`): a small copy of the chunk embeddings that
+each search step scans to pick candidates, which it then re-scores exactly in float32.
 
 A step's scan reads every stored embedding; on a CPU that is memory-bound, so fewer bytes per
 chunk make it faster: ``"int8"`` keeps 1 byte per dimension (a signed code, one symmetric range
@@ -8,7 +8,7 @@ Hamming distance to the signs of the state). ``"bf16"`` keeps 2 bytes per dimens
 for batches: a batch of states against every chunk is a matrix product, compute-bound rather than
 memory-bound, and bfloat16 products run ~2x faster than float32 ones on CPUs with AVX512-BF16 /
 AMX (torch's oneDNN kernels); a lone state is scanned exactly instead (one row per chunk is
-bandwidth-bound, where :func:`~qrag_integrations.core.scan.scan_run_cpu` already reads float32
+bandwidth-bound, where :func:`~qrag_integrations.core.exact_scan.scan_run_cpu` already reads float32
 at full speed). The full-precision embeddings stay in memory for the re-scoring, so a compact
 copy *adds* ``D`` bytes (int8), ``D / 8`` (binary) or ``2 D`` (bf16) per chunk: 384 / 48 / 768
 bytes for MiniLM, on top of 1,536 for float32.
@@ -32,10 +32,13 @@ from typing import Any
 import numpy as np
 import torch
 
+from qrag_integrations.core.candidates import IndexCandidates
+from qrag_integrations.core.config import PositionMode
 from qrag_integrations.core.errors import QRAGError
-from qrag_integrations.core.scan import Scored, best_first, faiss_threads_for
+from qrag_integrations.core.exact_scan import ExactScorer
 from qrag_integrations.core.snapshot_cache import BuiltFor
-from qrag_integrations.core.threads import threads_for, threads_in_search
+from qrag_integrations.core.step import Scored, Step, best_first
+from qrag_integrations.core.threads import faiss_threads_for, threads_for, threads_in_search
 
 EXACT, INT8, BINARY, BF16 = "exact", "int8", "binary", "bf16"
 #: The scan kinds: ``"exact"`` (float32, the default), ``"int8"``, ``"binary"`` and ``"bf16"``.
@@ -55,15 +58,54 @@ def check_scan(scan: str, rescore: int) -> None:
         raise QRAGError(f"rescore must be an integer >= 1, got {rescore!r}")
 
 
-class CompactScanner:
-    """A compact copy of one tensor of chunk embeddings, built on first use and rebuilt
-    when the embeddings change (thread-safe)."""
+class CompactScorer:
+    """A compact copy's ``rescore`` best rows over every run of equal positions, re-scored
+    exactly, for a batch sharing one unfiltered in-memory index; the ``exact`` scorer where the
+    copy does not serve (a lone question on a bf16 copy, a bf16 batch with different layouts).
+    The copy of one tensor of chunk embeddings is built on first use and rebuilt when the
+    embeddings change (thread-safe)."""
 
-    def __init__(self, kind: str) -> None:
+    def __init__(self, exact: ExactScorer, kind: str, rescore: int) -> None:
         if kind not in (INT8, BINARY, BF16):
             raise QRAGError(f"a compact scan is {INT8!r}, {BINARY!r} or {BF16!r}, got {kind!r}")
-        self.kind = kind
+        self.exact, self.kind, self.rescore = exact, kind, rescore
         self._slot = BuiltFor()
+
+    # -- the scorer's interface (:class:`~qrag_integrations.core.step.Scorer`) --------------------
+    def picks(self, step: Step[IndexCandidates]) -> list[Scored | None]:
+        if not self._serves(step):
+            return self.exact.picks(step)
+        return [top[0] if top else None for top in self._top(step, 1)]
+
+    def pools(self, step: Step[IndexCandidates], depth: int) -> list[list[Scored]]:
+        """The best of the copy's candidates re-scored exactly (exact where the copy does not
+        serve), so the rules cost no exact scan."""
+        return self._top(step, depth) if self._serves(step) else self.exact.pools(step, depth)
+
+    def _serves(self, step: Step[IndexCandidates]) -> bool:
+        fresh = step.number == 1 or not self.exact.config.position_mode.moves
+        return self.serves(len(step.active), fresh)
+
+    def _top(self, step: Step[IndexCandidates], depth: int) -> list[list[Scored]]:
+        cands, config = step.candidates[0], self.exact.config
+
+        def runs_of(taken: list[int]) -> list[tuple[int, int, int]]:
+            runs = cands.layout_runs(config, taken)
+            assert runs is not None  # a compact scan refuses absolute positions
+            return runs
+
+        return top_compact(
+            self,
+            cands.emb,
+            step.states,
+            step.picked,
+            runs_of,
+            self.exact.rotated,
+            self.rescore,
+            depth,
+        )
+
+    # -- the copy -----------------------------------------------------------------------------
 
     @property
     def exact_alone(self) -> bool:
@@ -275,7 +317,7 @@ def rescore_best(
         emb: ``(N, D)`` chunk embeddings (CPU).
         vecs: the state rotated for each run.
         positions: each run's position.
-        found: each run's ``(scores, rows)`` from :meth:`CompactScanner.candidates`
+        found: each run's ``(scores, rows)`` from :meth:`CompactScorer.candidates`
             (``-1`` = no row).
         taken: rows already picked (never candidates).
         rescore: candidates re-scored exactly, over all runs together.
@@ -301,7 +343,7 @@ def rescore_best(
 
 
 def top_compact(
-    scanner: CompactScanner,
+    scanner: CompactScorer,
     emb: torch.Tensor,
     states: torch.Tensor,
     picked: list[list[int]],
@@ -348,10 +390,11 @@ def top_compact(
     return out
 
 
-def compact_scanner(
-    scan: str, device: torch.device, absolute_positions: bool
-) -> CompactScanner | None:
-    """The scanner a searcher over an index on ``device`` uses for ``scan`` (``None`` = exact).
+def compact_scorer(
+    exact: ExactScorer, scan: str, rescore: int, device: torch.device
+) -> CompactScorer | None:
+    """The compact scorer a searcher over an index on ``device`` uses for ``scan`` (``None`` =
+    exact), ``exact`` where the copy does not serve.
 
     Raises:
         QRAGError: a compact scan on a GPU index or with absolute positions (every chunk has its
@@ -359,10 +402,11 @@ def compact_scanner(
     """
     if scan == EXACT:
         return None
-    if device.type != "cpu" or absolute_positions:
+    absolute = exact.config.position_mode is PositionMode.ABSOLUTE
+    if device.type != "cpu" or absolute:
         where = f"a {device.type!r} index" if device.type != "cpu" else "absolute positions"
         raise QRAGError(
             f"scan={scan!r} needs a CPU index and positions 'none', 'document' or 'relative', not {where}: "
             "use scan='exact'"
         )
-    return CompactScanner(scan)
+    return CompactScorer(exact, scan, rescore)

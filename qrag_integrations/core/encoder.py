@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import nn
@@ -106,13 +107,13 @@ class MeanPoolEncoder(nn.Module):
     def layers(self) -> list[nn.Module]:
         """The transformer blocks, bottom to top (BERT / RoBERTa / XLM-R / DistilBERT layouts)."""
         for attr in ("encoder.layer", "transformer.layer", "layers", "encoder.layers"):
-            obj: object = self.model
+            obj: Any = self.model
             try:
                 for part in attr.split("."):
                     obj = getattr(obj, part)
             except AttributeError:
                 continue
-            return list(obj)  # type: ignore[call-overload]
+            return list(obj)
         raise ValueError(f"cannot find the transformer layers of {type(self.model).__name__}")
 
     def layer_prefixes(self, top_n: int) -> list[str]:

@@ -44,11 +44,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from qrag_integrations.core.candidates import CandidateSet, CorpusTexts
 from qrag_integrations.core.errors import optional_import
-from qrag_integrations.core.scan import Scored
 from qrag_integrations.core.snapshot_cache import BuiltFor
-from qrag_integrations.core.step import Step
+from qrag_integrations.core.step import C, CandidateSet, CorpusTexts, Scored, Step
 from qrag_integrations.core.stopwords import ENGLISH_STOP_WORDS
 
 #: The constant of reciprocal rank fusion (as in the RRF paper and LangChain's EnsembleRetriever).
@@ -229,7 +227,7 @@ class Fusion:
         """Whether step ``step`` (from 1) may fuse."""
         return step <= self.steps or self.gap is not None
 
-    def picks(self, step: Step, pools: list[list[Scored]]) -> list[Scored | None]:
+    def picks(self, step: Step[C], pools: list[list[Scored]]) -> list[Scored | None]:
         """The fused pick of each question of ``step`` from Q's best untaken chunks of its state
         (``pools[i]``, at least :attr:`depth` deep where that many are left). In the first
         :attr:`steps` steps :func:`fused_best`; later, Q's best where it leads the next by at

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Any
 
 from qrag_integrations.core.config import QRAGConfig
 from qrag_integrations.core.errors import QRAGError
@@ -109,9 +110,9 @@ class SearchPolicy:
             supersede_similarity=config.supersede_similarity,
         )
 
-    def replace(self, **changes: object) -> SearchPolicy:
+    def replace(self, **changes: Any) -> SearchPolicy:
         """This policy with ``changes`` (field names), checked again."""
-        return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
+        return dataclasses.replace(self, **changes)
 
     def describe(self) -> str:
         """One line per rule, as a retriever shows the policy it searches with."""

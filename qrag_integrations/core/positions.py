@@ -1,4 +1,5 @@
-"""Chunk position layouts (none / absolute / relative / document / document_relative) and the RoPE rotation they drive.
+"""Chunk position layouts (none / absolute / relative / document / document_relative), the runs of
+equal positions a step scans, a document mode's fixed layout, and the RoPE rotation they drive.
 
 Positions are integers: the reference implementation looks rotation angles up in an integer
 table, so a relative layout ``linspace(0, 18, n)`` is floored. Integer positions also make runs
@@ -8,6 +9,7 @@ of neighbouring chunks share one position, which the search exploits (see ``exac
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -207,6 +209,58 @@ def overlaid(
     return sorted(_outside(base, spans) + list(runs))
 
 
+#: Rows rotated at a time when a snapshot is rotated for document positions.
+ROTATION_BLOCK = 16384
+
+#: Runs ``(start, stop, position)`` of consecutive chunks sharing one fixed position.
+Runs = tuple[tuple[int, int, int], ...]
+
+#: Document mode searches stored, unrotated embeddings run by run of equal fixed positions (the
+#: state rotated once per run, as in relative mode) when the runs average at least this many
+#: chunks, e.g. one long document (at most ``int(relative_span * relative_step) + 1`` runs);
+#: shorter runs (many short documents) would cost a rotation and a small scan each per step, so
+#: those are searched on a rotated copy of the embeddings (one more float32 copy).
+MIN_MEAN_RUN = 1024
+
+
+def rotated_copy(emb: torch.Tensor, positions: np.ndarray, config: QRAGConfig) -> torch.Tensor:
+    """``emb`` rotated by ``positions`` (a document mode's rotated copy of the embeddings)."""
+    # in blocks into one new tensor: the rotation's float32 temporaries stay a block's size
+    # (whole, they were ~7 times the embeddings at 400K chunks)
+    out, at = torch.empty_like(emb), torch.from_numpy(positions).to(emb.device)
+    for i in range(0, emb.shape[0], ROTATION_BLOCK):
+        j = i + ROTATION_BLOCK
+        out[i:j] = rotate_as(config, emb[i:j], at[i:j])
+    return out
+
+
+@dataclass(frozen=True)
+class DocumentLayout:
+    """Where the searched chunks sit in their documents, and the fixed positions that gives."""
+
+    order: np.ndarray
+    """Each chunk's order inside its document (a run of equal consecutive doc ids)."""
+    length: np.ndarray
+    """Each chunk's document's chunk count."""
+    fixed: np.ndarray
+    """Each chunk's fixed position (:func:`layout_positions`)."""
+
+
+def fixed_layout(
+    doc_ids: Sequence[object], emb: torch.Tensor, config: QRAGConfig
+) -> tuple[DocumentLayout, Runs | None, torch.Tensor | None]:
+    """The fixed layout of the searched chunks of these ``doc_ids`` (document modes), its runs and
+    rotated embeddings: runs (``emb`` searched as stored) where they are long, else a rotated
+    copy."""
+    order, length = document_layout(doc_ids)
+    fixed = layout_positions(order, length, config.relative_step, config.relative_span)
+    runs = fixed_runs(fixed)
+    where = DocumentLayout(order, length, fixed)
+    if not fixed.any() or len(runs) * MIN_MEAN_RUN <= fixed.size:
+        return where, runs, None
+    return where, None, rotated_copy(emb, fixed, config)
+
+
 def positions_in_runs(runs: Sequence[tuple[int, int, int]], ranks: np.ndarray) -> np.ndarray:
     """The position of each of ``ranks`` in ``runs`` (sorted, covering every rank asked)."""
     starts = np.array([a for a, _, _ in runs], dtype=np.int64)
@@ -331,3 +385,13 @@ def rotate_as(
     """:func:`rotate` with a model's own RoPE settings (``rope_theta``, ``rope_max_frequency``):
     the one call every search and training path rotates through, so none can drop the cap."""
     return rotate(emb, positions, config.rope_theta, inverse, config.rope_max_frequency)
+
+
+def rotated_states(config: QRAGConfig, states: torch.Tensor, positions: list[int]) -> torch.Tensor:
+    """``(R, B, D)``: every state of ``(B, D)`` rotated by ``-p`` for each run position ``p``
+    (``<s, R(p) a> = <R(-p) s, a>``: one rotation of the state per run, none of the chunks)."""
+    if not any(positions):  # modes none / document: one run at 0, a rotation by 0 is a copy
+        return states.unsqueeze(0).expand(len(positions), -1, -1)
+    pos = torch.tensor(positions, device=states.device).view(-1, 1).expand(-1, states.shape[0])
+    many = states.unsqueeze(0).expand(len(positions), -1, -1)
+    return rotate_as(config, many, pos, inverse=True)

@@ -1,16 +1,35 @@
-"""Q-RAG multi-step search over a :class:`~qrag_integrations.core.index.ChunkIndex` (no framework code).
+"""Q-RAG's greedy multi-step search: the one loop every path runs (:func:`run_search`), and the
+in-memory searcher over a :class:`~qrag_integrations.core.index.ChunkIndex` (no framework code).
 
-The paper's greedy search, step by step (:meth:`MultiStepSearcher._run`):
+Glossary:
 
-1. state: embed the state text (question + picked chunks), anchored to the question after the
-   first step and placed at the latest pick (:class:`~qrag_integrations.core.step.Step`);
-2. candidate pool: where a rule reads it, Q's best untaken chunks at the positions laid out around
-   the picks, from the search's scorer (:meth:`~qrag_integrations.core.scorers.Scorer.pools`);
-3. policy rules: BM25 fusion re-orders the pool's head (:mod:`~qrag_integrations.core.lexical`),
-   and a later restatement supersedes a pick (:mod:`~qrag_integrations.core.supersede`);
-4. pick: otherwise the arg-max of ``Q = <E_s(s), R(p) E_a(a)>`` from the scorer the search chose
-   once (:mod:`~qrag_integrations.core.scorers`: exact, compact copy, FAISS pre-selection, or the
-   question's own candidate set); a question stops before a pick below ``stop_threshold``.
+- **state**: the embedding of the state text (the question, then the question and the picks so
+  far), anchored to the question after the first step and placed at the latest pick.
+- **pick**: the chunk a step adds, the arg-max of ``Q = <E_s(s), R(p) E_a(a)>`` over the untaken
+  candidates, or what a rule makes of the pool; a hit (:class:`Hit`) reports it.
+- **pool**: Q's ``depth`` best untaken chunks of a step, best first, which the rules read.
+- **layout**: the position ``p`` of every candidate at a step (none, absolute, relative,
+  document, document_relative: :mod:`~qrag_integrations.core.positions`); picks move it in the
+  relative modes.
+- **run**: consecutive chunks sharing one position in a layout: the state is rotated once per run
+  and the run scanned as stored.
+- **rank**: a candidate's place in document order among the chunks searched.
+
+The search, step by step (:func:`run_search`):
+
+1. state: embed the state texts of the questions still searching
+   (:class:`~qrag_integrations.core.step.Step`);
+2. pool: where a rule reads it, the scorer's pool (:meth:`~qrag_integrations.core.step.Scorer.pools`);
+3. rules: BM25 fusion re-orders the pool's head (:mod:`~qrag_integrations.core.lexical`), and a
+   later restatement supersedes a pick (:mod:`~qrag_integrations.core.supersede`);
+4. pick: otherwise the scorer's arg-max; a question stops before a pick below ``stop_threshold``.
+
+The scorer is the strategy, chosen once per search, each one class in one module: exact
+(:mod:`~qrag_integrations.core.exact_scan`), a compact copy
+(:mod:`~qrag_integrations.core.compact_scan`), FAISS pre-selection
+(:mod:`~qrag_integrations.core.faiss_preselect`), or a vector store's candidates
+(:mod:`qrag_integrations.stores.search`). The executable specification of the search is
+:mod:`~qrag_integrations.core.reference`.
 """
 
 from __future__ import annotations
@@ -21,25 +40,17 @@ from dataclasses import dataclass
 
 import torch
 
-from qrag_integrations.core.candidates import CandidateSet, DocumentRotation, IndexCandidates
+from qrag_integrations.core.candidates import DocumentRotation, IndexCandidates
 from qrag_integrations.core.chunks import Chunk, MetadataFilter
-from qrag_integrations.core.compact_scan import EXACT, check_scan, compact_scanner
-from qrag_integrations.core.config import PositionMode
+from qrag_integrations.core.compact_scan import EXACT, check_scan, compact_scorer
 from qrag_integrations.core.errors import QRAGError
-from qrag_integrations.core.exact_scan import ExactScan, pool_best
+from qrag_integrations.core.exact_scan import ExactScorer
+from qrag_integrations.core.faiss_preselect import FaissScorer
 from qrag_integrations.core.index import ChunkIndex
 from qrag_integrations.core.lexical import Fusion, LexicalRanker, fusion_of
 from qrag_integrations.core.model import QRAGModel
 from qrag_integrations.core.policy import SearchPolicy
-from qrag_integrations.core.scan import Scored
-from qrag_integrations.core.scorers import (
-    CompactScorer,
-    ExactScorer,
-    FaissScorer,
-    Scorer,
-    SetScorer,
-)
-from qrag_integrations.core.step import Step
+from qrag_integrations.core.step import C, Scored, Scorer, Step, pool_best
 from qrag_integrations.core.supersede import POOL, superseded
 from qrag_integrations.core.threads import check_threads, search_threads
 
@@ -109,17 +120,12 @@ class MultiStepSearcher:
         self.index = index
         self.settings = settings or SearchSettings()
         self.policy = SearchPolicy.of(model.config) if policy is None else policy
-        self.exact = ExactScan(model, self.settings.block_size)
-        """The exact scan of in-memory candidates (the exact picks and pools)."""
+        self.exact = ExactScorer(model, self.settings.block_size)
+        """The exact scorer of in-memory candidates (the exact picks and pools)."""
         self._lexical = LexicalRanker()
         self._searched = DocumentRotation(model.config)  # document mode's rotated snapshot
-        self._exact = ExactScorer(self.exact)
-        self._sets = SetScorer(self)
-        compact = compact_scanner(
-            self.settings.scan, index.device, model.config.position_mode is PositionMode.ABSOLUTE
-        )
-        self._compact = (
-            None if compact is None else CompactScorer(self.exact, compact, self.settings.rescore)
+        self._compact = compact_scorer(
+            self.exact, self.settings.scan, self.settings.rescore, index.device
         )
         want = self.settings.faiss_candidates
         self._faiss = (
@@ -190,116 +196,31 @@ class MultiStepSearcher:
             candidates = [
                 self._searched.candidates(i.snapshot(), None, keep=False) for i in indexes
             ]
-            return self._run(queries, candidates, k, stop_threshold, self._exact, False)
+            return self._run(queries, candidates, k, stop_threshold, self.exact, False)
 
-    def search_sets(
-        self,
-        queries: Sequence[str],
-        sets: Sequence[CandidateSet],
-        k: int,
-        stop_threshold: float | None = None,
-    ) -> list[list[Hit]]:
-        """Search each question over its own :class:`CandidateSet` (e.g. a vector store's
-        candidates, :mod:`qrag_integrations.stores.search`): the loop, state texts, anchoring and
-        stop rule of :meth:`search`, with the set choosing each pick; ``self.index`` is not used."""
-        if len(sets) != len(queries):
-            raise QRAGError(f"got {len(queries)} queries but {len(sets)} candidate sets")
-        with search_threads(len(queries), self.settings.threads):
-            return self._run(queries, sets, k, stop_threshold, self._sets, False)
-
-    # -- the search loop ----------------------------------------------------------------------
     def _run(
         self,
         queries: Sequence[str],
-        candidates: Sequence[CandidateSet],
+        candidates: Sequence[IndexCandidates],
         k: int,
         stop_threshold: float | None,
-        scorer: Scorer,
+        scorer: Scorer[IndexCandidates],
         shared: bool,
     ) -> list[list[Hit]]:
-        """Greedy search of ``queries[b]`` over ``candidates[b]``, each step's plain pick by
-        ``scorer``; ``shared`` = one candidate set for all (a step with one layout is one pass
-        for the batch)."""
-        if k < 1:
-            raise QRAGError(f"k must be >= 1, got {k}")
-        results: list[list[Hit]] = [[] for _ in queries]
-        picked: list[list[int]] = [[] for _ in queries]  # local ranks in pick order
-        active = [b for b in range(len(queries)) if candidates[b].n > 0]
-        question_row: dict[int, int] = {}
-        questions = torch.empty(0)
-        policy = self.policy
-        fusion = fusion_of(
+        return run_search(
+            self.model,
+            self.policy,
             self._lexical,
-            candidates,
             queries,
-            active,
+            candidates,
             k,
-            policy.lexical_depth or None,
-            policy.lexical_steps,
-            policy.lexical_gap,
-            policy.lexical_weight,
+            stop_threshold,
+            scorer,
+            shared,
         )
-        margin = policy.supersede_margin
-        for number in range(1, k + 1):
-            active = [b for b in active if len(picked[b]) < candidates[b].n]
-            if not active:
-                break
-            # the state: question and picks, anchored to the question, placed at the latest pick
-            texts = [self._state_text(queries[b], candidates[b], picked[b]) for b in active]
-            with torch.inference_mode():
-                states = self.model.embed_states(texts).to(torch.float32)
-                if number == 1:  # the state is the bare question: keep it for anchoring
-                    questions, question_row = states, {b: i for i, b in enumerate(active)}
-                else:
-                    states = self.model.anchor_states(
-                        states, questions[[question_row[b] for b in active]]
-                    )
-                    last = torch.tensor([results[b][-1].position for b in active])
-                    states = self.model.place_states(states, last)
-            taken = [picked[b] for b in active]
-            one_layout = shared and self.exact.one_layout(candidates[0], taken, number)  # type: ignore[arg-type]
-            step = Step(number, active, [candidates[b] for b in active], states, taken, one_layout)
-            best = self._picks(step, texts, scorer, fusion, margin)
-            still = []
-            for pick, b in zip(best, active):
-                if pick is None:  # nothing left that this question may get
-                    continue
-                rank, q, pos = pick
-                if stop_threshold is not None and q < stop_threshold:
-                    continue
-                picked[b].append(rank)
-                cand = candidates[b]
-                if isinstance(cand, IndexCandidates):  # document mode: its fixed position
-                    pos = cand.position(rank, pos)
-                results[b].append(Hit(cand.chunk(rank), number, q, pos))
-                still.append(b)
-            active = still
-        return results
-
-    def _picks(
-        self,
-        step: Step,
-        texts: list[str],
-        scorer: Scorer,
-        fusion: Fusion | None,
-        margin: float | None,
-    ) -> list[Scored | None]:
-        """Each question's pick at ``step`` (``texts``: its state texts): from the candidate pool
-        (Q's best untaken) where a rule reads it, by BM25 fusion or Q's best, a later restatement
-        superseding it; else the scorer's arg-max."""
-        fuses = fusion is not None and fusion.at(step.number)
-        depth = POOL if margin is not None else fusion.depth if fuses else None  # type: ignore[union-attr]
-        if depth is None:
-            return scorer.picks(step)
-        pools = scorer.pools(step, depth)
-        best = fusion.picks(step, pools) if fuses else [pool_best(p) for p in pools]  # type: ignore[union-attr]
-        if margin is None:
-            return best
-        similarity = self.policy.supersede_similarity
-        return superseded(step, pools, best, texts, margin, similarity)
 
     # -- choices made once per search -----------------------------------------------------------
-    def _scorer_for(self, candidates: IndexCandidates) -> Scorer:
+    def _scorer_for(self, candidates: IndexCandidates) -> Scorer[IndexCandidates]:
         """The scorer of a search over ``candidates`` shared by its questions: FAISS pre-selection
         over a big unfiltered index, else a compact copy of an unfiltered one, else exact."""
         unfiltered = candidates.rows is None
@@ -307,9 +228,96 @@ class MultiStepSearcher:
             return self._faiss
         if self._compact is not None and unfiltered:
             return self._compact
-        return self._exact
+        return self.exact
 
-    def _state_text(self, query: str, candidates: CandidateSet, picked: list[int]) -> str:
-        return self.model.state_text(
-            query, [candidates.chunk(r).text for r in picked], picked_order=picked
-        )
+
+# -- the search loop ----------------------------------------------------------------------------
+def run_search(
+    model: QRAGModel,
+    policy: SearchPolicy,
+    lexical: LexicalRanker,
+    queries: Sequence[str],
+    candidates: Sequence[C],
+    k: int,
+    stop_threshold: float | None,
+    scorer: Scorer[C],
+    shared: bool,
+) -> list[list[Hit]]:
+    """Greedy search of ``queries[b]`` over ``candidates[b]`` by ``model`` and ``policy`` (BM25
+    from ``lexical``), each step's plain pick and pool from ``scorer``; ``shared`` = one candidate
+    set for all (a step with one layout is one pass for the batch)."""
+    if k < 1:
+        raise QRAGError(f"k must be >= 1, got {k}")
+    results: list[list[Hit]] = [[] for _ in queries]
+    picked: list[list[int]] = [[] for _ in queries]  # local ranks in pick order
+    active = [b for b in range(len(queries)) if candidates[b].n > 0]
+    question_row: dict[int, int] = {}
+    questions = torch.empty(0)
+    fusion = fusion_of(
+        lexical,
+        candidates,
+        queries,
+        active,
+        k,
+        policy.lexical_depth or None,
+        policy.lexical_steps,
+        policy.lexical_gap,
+        policy.lexical_weight,
+    )
+    for number in range(1, k + 1):
+        active = [b for b in active if len(picked[b]) < candidates[b].n]
+        if not active:
+            break
+        # the state: question and picks, anchored to the question, placed at the latest pick
+        texts = [
+            model.state_text(
+                queries[b], [candidates[b].chunk(r).text for r in picked[b]], picked_order=picked[b]
+            )
+            for b in active
+        ]
+        with torch.inference_mode():
+            states = model.embed_states(texts).to(torch.float32)
+            if number == 1:  # the state is the bare question: keep it for anchoring
+                questions, question_row = states, {b: i for i, b in enumerate(active)}
+            else:
+                states = model.anchor_states(states, questions[[question_row[b] for b in active]])
+                last = torch.tensor([results[b][-1].position for b in active])
+                states = model.place_states(states, last)
+        taken = [picked[b] for b in active]
+        step = Step(number, active, [candidates[b] for b in active], states, taken, shared)
+        best = _picks(step, texts, scorer, fusion, policy)
+        still = []
+        for pick, b in zip(best, active):
+            if pick is None:  # nothing left that this question may get
+                continue
+            rank, q, pos = pick
+            if stop_threshold is not None and q < stop_threshold:
+                continue
+            picked[b].append(rank)
+            cand = candidates[b]
+            results[b].append(Hit(cand.chunk(rank), number, q, cand.position(rank, pos)))
+            still.append(b)
+        active = still
+    return results
+
+
+def _picks(
+    step: Step[C],
+    texts: list[str],
+    scorer: Scorer[C],
+    fusion: Fusion | None,
+    policy: SearchPolicy,
+) -> list[Scored | None]:
+    """Each question's pick at ``step`` (``texts``: its state texts): from the candidate pool
+    (Q's best untaken) where a rule reads it, by BM25 fusion or Q's best, a later restatement
+    superseding it; else the scorer's arg-max."""
+    fusing = fusion if fusion is not None and fusion.at(step.number) else None
+    margin = policy.supersede_margin
+    depth = POOL if margin is not None else fusing.depth if fusing is not None else None
+    if depth is None:
+        return scorer.picks(step)
+    pools = scorer.pools(step, depth)
+    best = fusing.picks(step, pools) if fusing is not None else [pool_best(p) for p in pools]
+    if margin is None:
+        return best
+    return superseded(step, pools, best, texts, margin, policy.supersede_similarity)

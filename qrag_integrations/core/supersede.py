@@ -24,7 +24,7 @@ limit at a taken restatement qa3 from 0.37 to 0.52 on validation. The replacemen
 its own exact Q-value.
 
 The rule reads only the step's pool (Q's :data:`POOL` best untaken chunks, which the search's
-scorer gives: :meth:`~qrag_integrations.core.scorers.Scorer.pools`), the chunks' texts
+scorer gives: :meth:`~qrag_integrations.core.step.Scorer.pools`), the chunks' texts
 and their unrotated embeddings: it costs no scan of its own.
 """
 
@@ -32,10 +32,8 @@ from __future__ import annotations
 
 import torch
 
-from qrag_integrations.core.candidates import CandidateSet
 from qrag_integrations.core.lexical import bm25_query
-from qrag_integrations.core.scan import Scored
-from qrag_integrations.core.step import Step
+from qrag_integrations.core.step import C, CandidateSet, Scored, Step
 
 #: Q's best untaken chunks that may replace a pick (the validated setting; restatements within
 #: the margin rank near the pick).
@@ -109,7 +107,7 @@ def restating(
 
 
 def superseded(
-    step: Step,
+    step: Step[C],
     pools: list[list[Scored]],
     best: list[Scored | None],
     texts: list[str],

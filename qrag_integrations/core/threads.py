@@ -153,3 +153,23 @@ class PerThreadCount(Generic[T]):
         """The objects made so far, by count."""
         with self._lock:
             return dict(self._made)
+
+
+@contextlib.contextmanager
+def faiss_threads_for(queries: int) -> Iterator[None]:
+    """Run the FAISS calls inside on the search's threads
+    (:func:`~qrag_integrations.core.threads.threads_in_search`), outside a search on one OpenMP
+    thread when ``queries`` is below :data:`ONE_THREAD_BELOW` (OpenMP's thread count is per
+    calling thread; restored after)."""
+    import faiss
+
+    threads = threads_in_search()
+    if threads is None and queries >= ONE_THREAD_BELOW:
+        yield
+        return
+    before = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(1 if threads is None else threads)
+    try:
+        yield
+    finally:
+        faiss.omp_set_num_threads(before)

@@ -4,8 +4,9 @@ Each step asks a :class:`CandidateSource` for the ``candidates_per_step`` chunks
 step's state embedding (plain inner product or the store's own metric, metadata filter passed
 through), reads their vectors and document-order keys, and re-scores them exactly with the
 Q-function at the positions the in-memory :class:`~qrag_integrations.core.index.ChunkIndex` would give
-them (:func:`~qrag_integrations.core.scan.score_at_positions`, the one scoring code). The loop,
-state texts, anchoring, stop rule and search rules are :class:`~qrag_integrations.core.search.MultiStepSearcher`'s:
+them (:func:`~qrag_integrations.core.exact_scan.score_at_positions`, the one scoring code): that
+is :class:`StoreScorer`, the store's strategy. The loop, state texts, anchoring, stop rule and
+search rules are the in-memory search's (:func:`~qrag_integrations.core.search.run_search`):
 BM25 fusion ranks the store's texts (all of them, read once per search and indexed while the store
 is unchanged) and the rules read their pool from the candidates. Whenever the candidates hold the
 exact arg-max (and a rule's pool), picks, Q-values and positions are the in-memory search's;
@@ -29,16 +30,17 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
-from qrag_integrations.core.candidates import CorpusTexts
 from qrag_integrations.core.chunks import Chunk, mapping_filter
 from qrag_integrations.core.config import PositionMode
 from qrag_integrations.core.errors import IndexMismatchError, QRAGError
-from qrag_integrations.core.index import ChunkIndex
+from qrag_integrations.core.exact_scan import score_at_positions
+from qrag_integrations.core.lexical import LexicalRanker
 from qrag_integrations.core.model import QRAGModel
 from qrag_integrations.core.policy import SearchPolicy
 from qrag_integrations.core.positions import document_relative_positions_at
-from qrag_integrations.core.scan import Scored, best_first, score_at_positions
-from qrag_integrations.core.search import Hit, MultiStepSearcher, SearchSettings
+from qrag_integrations.core.search import Hit, run_search
+from qrag_integrations.core.step import CorpusTexts, Scored, Step, best_first
+from qrag_integrations.core.threads import check_threads, search_threads
 
 
 @dataclass(frozen=True)
@@ -145,20 +147,21 @@ class _Scored:
 
 
 class _StoreSet:
-    """One question's view of the store: the :class:`~qrag_integrations.core.candidates.CandidateSet`
-    the search loop and its rules drive. It knows the chunks the store returned so far (every
-    pick and pool member is one of them)."""
+    """One question's view of the store: the :class:`~qrag_integrations.core.step.CandidateSet`
+    the search loop and its rules read. It knows the chunks the store returned so far (every pick
+    and pool member is one of them)."""
 
     def __init__(
         self,
-        owner: StoreSearcher,
         filter: Any,
         layout: StoreLayout,
         corpus: Callable[[], CorpusTexts],
+        device: torch.device,
     ) -> None:
-        self.owner, self.filter, self.layout, self.corpus = owner, filter, layout, corpus
+        self.filter, self.layout, self.corpus, self.device = filter, layout, corpus, device
         self.n = layout.n
-        self._admits = admits(filter)
+        self.admits = admits(filter)
+        """Our own test of a candidate against the filter (:func:`admits`)."""
         self._seen: dict[int, tuple[Chunk, np.ndarray]] = {}  # by rank: chunk, stored vector
 
     def chunk(self, rank: int) -> Chunk:
@@ -166,55 +169,123 @@ class _StoreSet:
 
     def vectors(self, ranks: Sequence[int]) -> torch.Tensor:
         rows = np.stack([self._seen[int(r)][1] for r in ranks])
-        return torch.from_numpy(rows).to(self.owner.model.device)
+        return torch.from_numpy(rows).to(self.device)
 
-    def _scored(self, state: torch.Tensor, want: int, picked: list[int]) -> _Scored:
+    def position(self, rank: int, searched: int) -> int:
+        return searched
+
+    def seen(self, chunks: Sequence[Chunk], ranks: Sequence[int], vectors: np.ndarray) -> None:
+        """Keep chunks the store returned, at their ranks, with their stored vectors."""
+        for chunk, rank, vector in zip(chunks, ranks, vectors):
+            self._seen[rank] = (chunk, vector)
+
+
+class StoreScorer:
+    """The store's strategy: each step asks the store for the ``candidates_per_step`` chunks
+    nearest the state and re-scores those the filter check admits exactly at their positions
+    (counted in :attr:`stats`, thread-safe)."""
+
+    def __init__(
+        self, model: QRAGModel, source: CandidateSource, candidates_per_step: int, check_exact: bool
+    ) -> None:
+        self.model, self.source = model, source
+        self.candidates_per_step, self.check_exact = candidates_per_step, check_exact
+        self.stats = StoreStats()
+        self._lock = threading.Lock()
+
+    # -- the scorer's interface (:class:`~qrag_integrations.core.step.Scorer`) --------------------
+    def picks(self, step: Step[_StoreSet]) -> list[Scored | None]:
+        return [
+            top[0] if top else None
+            for top in (
+                self.top(cands, state, picked, 1)
+                for cands, state, picked in zip(step.candidates, step.states, step.picked)
+            )
+        ]
+
+    def pools(self, step: Step[_StoreSet], depth: int) -> list[list[Scored]]:
+        return [
+            self.top(cands, state, picked, depth)
+            for cands, state, picked in zip(step.candidates, step.states, step.picked)
+        ]
+
+    # -- one question -------------------------------------------------------------------------
+    def top(
+        self, cands: _StoreSet, state: torch.Tensor, picked: list[int], depth: int
+    ) -> list[Scored]:
+        """The ``depth`` best of the store's nearest ``max(candidates_per_step, depth)`` unpicked
+        chunks at exact Q, best first (``[]``: nothing inside the filter is left)."""
+        want = min(cands.n, max(self.candidates_per_step, depth) + len(picked))
+        found = self._scored(cands, state, want, picked)
+        if not found.chunks and found.outside:  # all refused: look at every match
+            found = self._every(cands, state, max(want, cands.n), picked)
+        if not found.chunks:
+            if found.outside:
+                return []  # the store matches more, but nothing inside the filter is left
+            raise QRAGError(
+                "the store returned no unpicked candidate (was it changed during the search?)"
+            )
+        exact_found = None
+        if self.check_exact:
+            every = self._every(cands, state, cands.n, picked)
+            best = every.chunks[_arg_max(every.q, every.ranks)].id
+            exact_found = best in {c.id for c in found.chunks}
+        self._count(len(found.chunks), exact_found)
+        scored = zip(found.ranks.tolist(), found.q.tolist(), found.positions.tolist())
+        return best_first(scored, depth)
+
+    def _scored(
+        self, cands: _StoreSet, state: torch.Tensor, want: int, picked: list[int]
+    ) -> _Scored:
         """Candidates among the store's ``want`` nearest that are unpicked and pass the filter
         check, with ranks, Q-values, positions."""
-        owner = self.owner
-        got = owner.source.candidates(state.detach().float().cpu().numpy(), want, self.filter)
+        model = self.model
+        got = self.source.candidates(state.detach().float().cpu().numpy(), want, cands.filter)
         if got.vectors.ndim != 2 or (
-            len(got.chunks) and got.vectors.shape[1] != owner.model.embedding_dim
+            len(got.chunks) and got.vectors.shape[1] != model.embedding_dim
         ):
             raise IndexMismatchError(
-                f"the store returned vectors of shape {got.vectors.shape}, the model makes {owner.model.embedding_dim}"
+                f"the store returned vectors of shape {got.vectors.shape}, the model makes {model.embedding_dim}"
             )
-        taken = {self._seen[r][0].id for r in picked}
+        taken = {cands.chunk(r).id for r in picked}
         unpicked = [i for i, c in enumerate(got.chunks) if c.id not in taken]
-        keep = [i for i in unpicked if self._admits(got.chunks[i])]
+        keep = [i for i in unpicked if cands.admits(got.chunks[i])]
         chunks = [got.chunks[i] for i in keep]
-        ranks = self.layout.ranks(got.keys[keep].reshape(-1, 2))
+        ranks = cands.layout.ranks(got.keys[keep].reshape(-1, 2))
         stored = np.ascontiguousarray(got.vectors[keep], dtype=np.float32)
-        for chunk, rank, vector in zip(chunks, ranks.tolist(), stored):
-            self._seen[rank] = (chunk, vector)
-        vectors = torch.from_numpy(stored).to(owner.model.device)
-        cfg = owner.model.config
+        cands.seen(chunks, ranks.tolist(), stored)
+        vectors = torch.from_numpy(stored).to(model.device)
+        cfg = model.config
         fixed = None
         if cfg.position_mode is PositionMode.DOCUMENT:  # stored vectors are unrotated
-            fixed = self.layout.document_positions(ranks, cfg.relative_step, cfg.relative_span)
+            fixed = cands.layout.document_positions(ranks, cfg.relative_step, cfg.relative_span)
         elif cfg.position_mode is PositionMode.DOCUMENT_RELATIVE:
-            fixed = self._document_relative(ranks, picked)
-        q, positions = score_at_positions(owner.model, state, vectors, ranks, self.n, picked, fixed)
+            fixed = self._document_relative(cands.layout, ranks, picked)
+        q, positions = score_at_positions(model, state, vectors, ranks, cands.n, picked, fixed)
         return _Scored(
             chunks, ranks, q.cpu(), positions, len(unpicked) - len(keep), len(got.chunks)
         )
 
-    def _every(self, state: torch.Tensor, want: int, picked: list[int]) -> _Scored:
+    def _every(
+        self, cands: _StoreSet, state: torch.Tensor, want: int, picked: list[int]
+    ) -> _Scored:
         """Candidates from ``want`` on, asking for twice as many while the store returns as many
         as asked and the filter check leaves fewer than the unpicked matching chunks (a store
         that matches more than the filter may rank its extra chunks first)."""
         while True:
-            found = self._scored(state, want, picked)
-            if len(found.chunks) >= self.n - len(picked) or found.returned < want:
+            found = self._scored(cands, state, want, picked)
+            if len(found.chunks) >= cands.n - len(picked) or found.returned < want:
                 return found
             want *= 2
 
-    def _document_relative(self, ranks: np.ndarray, picked: list[int]) -> np.ndarray:
+    def _document_relative(
+        self, layout: StoreLayout, ranks: np.ndarray, picked: list[int]
+    ) -> np.ndarray:
         """Positions of the chunks at ``ranks`` under ``document_relative`` given the picks."""
-        cfg = self.owner.model.config
-        first, length = self.layout.document_spans(ranks)
+        cfg = self.model.config
+        first, length = layout.document_spans(ranks)
         taken = np.asarray(picked, dtype=np.int64)
-        taken_first = self.layout.document_spans(taken)[0] if len(taken) else taken
+        taken_first = layout.document_spans(taken)[0] if len(taken) else taken
         return document_relative_positions_at(
             ranks,
             ranks - first,
@@ -225,36 +296,13 @@ class _StoreSet:
             cfg.relative_span,
         )
 
-    def best(
-        self, searcher: MultiStepSearcher, state: torch.Tensor, picked: list[int]
-    ) -> Scored | None:
-        top = self.top(searcher, state, picked, 1)
-        return top[0] if top else None
-
-    def top(
-        self, searcher: MultiStepSearcher, state: torch.Tensor, picked: list[int], depth: int
-    ) -> list[Scored]:
-        """The ``depth`` best of the store's nearest ``max(candidates_per_step, depth)`` unpicked
-        chunks at exact Q, best first (``[]``: nothing inside the filter is left)."""
-        owner = self.owner
-        want = min(self.n, max(owner.candidates_per_step, depth) + len(picked))
-        found = self._scored(state, want, picked)
-        if not found.chunks and found.outside:  # all refused: look at every match
-            found = self._every(state, max(want, self.n), picked)
-        if not found.chunks:
-            if found.outside:
-                return []  # the store matches more, but nothing inside the filter is left
-            raise QRAGError(
-                "the store returned no unpicked candidate (was it changed during the search?)"
-            )
-        exact_found = None
-        if owner.check_exact:
-            every = self._every(state, self.n, picked)
-            best = every.chunks[_arg_max(every.q, every.ranks)].id
-            exact_found = best in {c.id for c in found.chunks}
-        owner._count(len(found.chunks), exact_found)
-        scored = zip(found.ranks.tolist(), found.q.tolist(), found.positions.tolist())
-        return best_first(scored, depth)
+    def _count(self, candidates: int, exact_found: bool | None) -> None:
+        with self._lock:
+            self.stats.steps += 1
+            self.stats.candidates += candidates
+            if exact_found is not None:
+                self.stats.exact_checked += 1
+                self.stats.exact_in_candidates += int(exact_found)
 
 
 def _arg_max(q: torch.Tensor, ranks: np.ndarray) -> int:
@@ -295,17 +343,17 @@ class StoreSearcher:
             raise IndexMismatchError(
                 f"the store holds {source.embedding_dim}-dimensional vectors, the model makes {model.embedding_dim}"
             )
+        check_threads(threads)
         self.model, self.source = model, source
-        self.candidates_per_step, self.check_exact = candidates_per_step, check_exact
         self.threads = threads
         """Threads of a search (``SearchSettings.threads``)."""
-        self.stats = StoreStats()
-        self._lock = threading.Lock()
-        self._searcher = MultiStepSearcher(
-            model, ChunkIndex(model.embedding_dim), SearchSettings(threads=threads), policy
-        )
-        self.policy = self._searcher.policy
+        self.policy = SearchPolicy.of(model.config) if policy is None else policy
         """The search rules in use."""
+        self.scorer = StoreScorer(model, source, candidates_per_step, check_exact)
+        """The store's strategy, which each step's picks and pools come from."""
+        self.stats = self.scorer.stats
+        """Counters of the searches (:class:`StoreStats`)."""
+        self._lexical = LexicalRanker()
 
     def search(
         self,
@@ -323,8 +371,19 @@ class StoreSearcher:
         """
         layout = self.source.layout(filter)  # one filter for all questions: one layout
         corpus = functools.cache(lambda: self._corpus(layout, filter))  # read if a rule needs it
-        sets = [_StoreSet(self, filter, layout, corpus) for _ in queries]
-        return self._searcher.search_sets(queries, sets, k, stop_threshold)
+        sets = [_StoreSet(filter, layout, corpus, self.model.device) for _ in queries]
+        with search_threads(len(queries), self.threads):
+            return run_search(
+                self.model,
+                self.policy,
+                self._lexical,
+                queries,
+                sets,
+                k,
+                stop_threshold,
+                self.scorer,
+                False,
+            )
 
     def _corpus(self, layout: StoreLayout, filter: Any) -> CorpusTexts:
         """Every chunk's text in the store (BM25's term statistics, as an in-memory index of the
@@ -337,11 +396,3 @@ class StoreSearcher:
             row_of = {chunk_id: row for row, chunk_id in enumerate(ids)}
             rows = np.array([row_of[i] for i in layout.ids()], dtype=np.int64)
         return CorpusTexts((len(ids), hash(tuple(ids)), hash(tuple(texts))), lambda: texts, rows)
-
-    def _count(self, candidates: int, exact_found: bool | None) -> None:
-        with self._lock:
-            self.stats.steps += 1
-            self.stats.candidates += candidates
-            if exact_found is not None:
-                self.stats.exact_checked += 1
-                self.stats.exact_in_candidates += int(exact_found)

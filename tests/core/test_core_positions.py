@@ -419,7 +419,7 @@ def test_one_chunk_documents_are_searched_without_a_rotated_copy() -> None:
 
 
 def test_documents_rotated_in_blocks_equal_one_rotation(monkeypatch) -> None:
-    from qrag_integrations.core import candidates
+    from qrag_integrations.core import positions
 
     cfg = QRAGConfig(position_mode=PositionMode.DOCUMENT, rope_max_frequency=0.2)
     emb = torch.randn(7, 32)
@@ -427,7 +427,7 @@ def test_documents_rotated_in_blocks_equal_one_rotation(monkeypatch) -> None:
     whole = rotate(
         emb, torch.from_numpy(document_positions(ids, 20, 0.9)), cfg.rope_theta, False, 0.2
     )
-    monkeypatch.setattr(candidates, "ROTATION_BLOCK", 3)  # blocks cut across both documents
+    monkeypatch.setattr(positions, "ROTATION_BLOCK", 3)  # blocks cut across both documents
     assert torch.equal(searched_embeddings(emb, ids, cfg)[1], whole)
     # repeated positions (one cos / sin per distinct position) give each row's own rotation
     rows = [rotate(emb[i], torch.tensor(p), 1e4) for i, p in enumerate([5, 0, 5, 9, 0, 5, 9])]
@@ -472,11 +472,11 @@ def test_document_mode_on_one_chunk_documents_searches_as_none(tiny_bert_dir) ->
 def test_document_relative_runs_hold_the_positions_document_by_document(
     picked: list[int], offset: bool
 ) -> None:
-    from qrag_integrations.core.candidates import fixed_runs
     from qrag_integrations.core.positions import (
         document_layout,
         document_relative_positions_at,
         document_runs,
+        fixed_runs,
         layout_positions,
         overlaid,
         picked_documents,

@@ -18,10 +18,11 @@ from search_reference import (
     rules,
 )
 
-from qrag_integrations.core import candidates
-from qrag_integrations.core.candidates import DocumentRotation, fixed_runs
+from qrag_integrations.core import positions
+from qrag_integrations.core.candidates import DocumentRotation
 from qrag_integrations.core.config import QRAGConfig
 from qrag_integrations.core.index import ChunkIndex
+from qrag_integrations.core.positions import fixed_runs
 from qrag_integrations.core.search import MultiStepSearcher, SearchSettings
 
 DOCUMENT_MODES = [
@@ -38,7 +39,7 @@ WAYS = {"runs": 1, "copy": 10**9}
 
 @pytest.fixture(params=list(WAYS))
 def way(request, monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setattr(candidates, "MIN_MEAN_RUN", WAYS[request.param])
+    monkeypatch.setattr(positions, "MIN_MEAN_RUN", WAYS[request.param])
     return request.param
 
 
@@ -57,11 +58,11 @@ def test_runs_search_the_stored_embeddings_without_a_copy(monkeypatch: pytest.Mo
     index = random_index()
     snap = index.snapshot()
     config = QRAGConfig(base_model="unused", position_mode="document")
-    monkeypatch.setattr(candidates, "MIN_MEAN_RUN", 1)
+    monkeypatch.setattr(positions, "MIN_MEAN_RUN", 1)
     got = DocumentRotation(config).candidates(snap, None)
     assert got.emb is snap.embeddings and got.snap is snap and got.runs is not None
     assert [p for _, _, p in got.runs] == [int(got.fixed[a]) for a, _, _ in got.runs]
-    monkeypatch.setattr(candidates, "MIN_MEAN_RUN", 10**9)
+    monkeypatch.setattr(positions, "MIN_MEAN_RUN", 10**9)
     copied = DocumentRotation(config).candidates(snap, None)
     assert copied.runs is None and copied.emb.data_ptr() != snap.embeddings.data_ptr()
     np.testing.assert_array_equal(copied.fixed, got.fixed)
@@ -130,7 +131,7 @@ def test_lexical_fusion_picks_the_same_either_way(
     index = random_index()
     got = {}
     for name, value in WAYS.items():
-        monkeypatch.setattr(candidates, "MIN_MEAN_RUN", value)
+        monkeypatch.setattr(positions, "MIN_MEAN_RUN", value)
         searcher = MultiStepSearcher(model, index, policy=rules(model, lexical_depth=depth))
         got[name] = [as_tuples(h) for h in searcher.search(QUERIES, k=5)]
         got[name + "-one"] = as_tuples(searcher.search(QUERIES[:1], k=5)[0])
@@ -153,11 +154,11 @@ def short_documents_index(n: int = 40, per_doc: int = 4) -> ChunkIndex:
 def test_a_batch_shares_one_scan_outside_its_relaid_documents(
     make_model, way, mode: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from qrag_integrations.core import exact_scan, relaid_scan
+    from qrag_integrations.core import exact_scan
 
     model, index = make_model(mode), short_documents_index()
     calls = []
-    real = relaid_scan.relaid_top_k
+    real = exact_scan.relaid_top_k
     monkeypatch.setattr(exact_scan, "relaid_top_k", lambda *a: calls.append(a[-1]) or real(*a))
     for block_size in (3, 65536):
         searcher = MultiStepSearcher(model, index, SearchSettings(block_size=block_size))
@@ -173,13 +174,11 @@ def test_a_batch_shares_one_scan_outside_its_relaid_documents(
 
 
 def test_one_long_relaid_document_per_question_is_scanned_per_question(make_model) -> None:
-    from qrag_integrations.core.relaid_scan import shares
-
     model = make_model("document-relative")
     searcher = MultiStepSearcher(model, short_documents_index())
     got = searcher._searched.candidates(searcher.index.snapshot(), None)
-    assert shares(model.config, got, [[0], [5], [9]])  # three documents of 4 of 40 chunks
-    assert not shares(model.config, got, [[0]])  # one question: its own scan
+    assert got.shares(model.config, [[0], [5], [9]])  # three documents of 4 of 40 chunks
+    assert not got.shares(model.config, [[0]])  # one question: its own scan
     long = MultiStepSearcher(model, short_documents_index(per_doc=40))
     one = long._searched.candidates(long.index.snapshot(), None)
-    assert not shares(model.config, one, [[0], [5]])  # each relays the whole index
+    assert not one.shares(model.config, [[0], [5]])  # each relays the whole index

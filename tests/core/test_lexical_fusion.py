@@ -335,14 +335,14 @@ def test_a_batch_scans_its_fused_steps_once_with_the_same_picks(
 ) -> None:
     """A batch's fused steps rank by Q in one pass over the index (blocks merged); each question
     gets the picks of the definition, as when searched alone."""
-    from qrag_integrations.core.exact_scan import ExactScan
+    from qrag_integrations.core.exact_scan import ExactScorer
 
     model = make_model(mode)
     index = word_index()
     settings = SearchSettings(block_size=block)
     calls = []
-    shared = ExactScan.top_shared
-    monkeypatch.setattr(ExactScan, "top_shared", lambda *a: calls.append(shared(*a)) or calls[-1])
+    shared = ExactScorer.top_shared
+    monkeypatch.setattr(ExactScorer, "top_shared", lambda *a: calls.append(shared(*a)) or calls[-1])
     fused = rules(model, lexical_depth=3)
     together = MultiStepSearcher(model, index, settings, fused).search(QUERIES, k=4)
     for query, hits in zip(QUERIES, together):

@@ -7,9 +7,9 @@ import pytest
 import torch
 from search_reference import QUERIES
 
+from qrag_integrations.core.exact_scan import top_k_shared
 from qrag_integrations.core.index import ChunkIndex
 from qrag_integrations.core.positions import relative_runs, rotate
-from qrag_integrations.core.scan import top_k_shared
 from qrag_integrations.core.search import MultiStepSearcher, SearchSettings
 
 

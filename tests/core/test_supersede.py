@@ -18,7 +18,7 @@ from search_reference import (
 
 from qrag_integrations.core.config import QRAGConfig
 from qrag_integrations.core.errors import QRAGError
-from qrag_integrations.core.exact_scan import ExactScan
+from qrag_integrations.core.exact_scan import ExactScorer
 from qrag_integrations.core.index import ChunkIndex
 from qrag_integrations.core.model import QRAGModel
 from qrag_integrations.core.policy import DEFAULT_MARGIN
@@ -247,11 +247,11 @@ def test_the_rule_adds_no_scan_of_its_own(make_model, monkeypatch) -> None:
         raise AssertionError("a second scan of the step")
 
     one, batch = [], []
-    real_one, real_batch = ExactScan.top, ExactScan.top_k
-    monkeypatch.setattr(ExactScan, "top", lambda *a: one.append(a[-1]) or real_one(*a))
-    monkeypatch.setattr(ExactScan, "top_k", lambda *a: batch.append(a[-1]) or real_batch(*a))
-    monkeypatch.setattr(ExactScan, "best_one", not_called)
-    monkeypatch.setattr(ExactScan, "best_shared", not_called)
+    real_one, real_batch = ExactScorer.top, ExactScorer.top_k
+    monkeypatch.setattr(ExactScorer, "top", lambda *a: one.append(a[-1]) or real_one(*a))
+    monkeypatch.setattr(ExactScorer, "top_k", lambda *a: batch.append(a[-1]) or real_batch(*a))
+    monkeypatch.setattr(ExactScorer, "best_one", not_called)
+    monkeypatch.setattr(ExactScorer, "best_shared", not_called)
     hits = MultiStepSearcher(model, index).search(QUERIES[:1], k=3)[0]
     assert one == [POOL] * 3 and batch == []
     assert_same(as_tuples(hits), reference(model, index, QUERIES[0], 3, 1e6))

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 import torch
 from search_reference import (
     MODES,
     QUERIES,
+    IndexSource,
     N,
     as_tuples,
     assert_same,
@@ -20,43 +20,7 @@ from search_reference import (
 from qrag_integrations.core.errors import IndexMismatchError, QRAGError
 from qrag_integrations.core.index import ChunkIndex
 from qrag_integrations.core.search import MultiStepSearcher
-from qrag_integrations.stores.rows import SortedKeys
-from qrag_integrations.stores.search import StoreCandidates, StoreSearcher
-
-
-class IndexSource:
-    """A :class:`CandidateSource` over a ChunkIndex: candidates by unrotated inner product, key =
-    (document's rank, row in document order); counts every call."""
-
-    def __init__(self, index: ChunkIndex) -> None:
-        self.snap = index.snapshot()
-        ranks = {d: r for r, d in enumerate(dict.fromkeys(c.doc_id for c in self.snap.chunks))}
-        self.doc_rank = np.array([ranks[c.doc_id] for c in self.snap.chunks], dtype=np.int64)
-        self.embedding_dim = index.embedding_dim
-        self.asked: list[int] = []
-
-    def _rows(self, filter) -> np.ndarray:
-        rows = self.snap.rows_matching(filter)
-        return np.arange(len(self.snap)) if rows is None else rows
-
-    def layout(self, filter) -> SortedKeys:
-        rows = self._rows(filter)
-        chunks = [self.snap.chunks[r] for r in rows]
-        return SortedKeys(
-            np.stack([self.doc_rank[rows], rows], axis=1),
-            ids=[c.id for c in chunks],
-            texts=[c.text for c in chunks],
-        )
-
-    def candidates(self, vector: np.ndarray, k: int, filter) -> StoreCandidates:
-        self.asked.append(k)
-        rows = self._rows(filter)
-        emb = self.snap.embeddings[torch.from_numpy(rows)].float().numpy()
-        top = rows[np.argsort(-(emb @ vector), kind="stable")[:k]]
-        keys = np.stack([self.doc_rank[top], top], axis=1)
-        return StoreCandidates(
-            [self.snap.chunks[r] for r in top], self.snap.embeddings[top].float().numpy(), keys
-        )
+from qrag_integrations.stores.search import StoreSearcher
 
 
 @pytest.mark.parametrize("mode", list(MODES))
