@@ -81,9 +81,9 @@ def run(device: str) -> list[dict]:
     if importlib.util.find_spec("faiss") is None:
         # a GPU machine without faiss: the CPU reference uses torch's block scan instead of
         # FAISS's inner products (the CPU test suite checks that the two agree)
-        from qrag_integrations.core import lexical, search
+        from qrag_integrations.core import exact_scan
 
-        search.cpu_fp32 = lexical.cpu_fp32 = lambda emb: False
+        exact_scan.cpu_fp32 = lambda emb: False
     texts, metas, questions = _corpus(400, 0)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:

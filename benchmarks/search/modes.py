@@ -386,8 +386,8 @@ def measure_document_copy(index: Any, rotation: dict) -> dict:
 
 
 def _document_layout_memory(snap: Any, rotation: dict) -> dict:
-    from qrag_integrations.core.candidates import DocumentRotation
     from qrag_integrations.core.config import QRAGConfig
+    from qrag_integrations.core.index import DocumentRotation
 
     n = len(snap)
     gc.collect()

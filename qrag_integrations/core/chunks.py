@@ -1,19 +1,25 @@
-"""What an index holds and a search reads: chunks, snapshots of an index, metadata filters."""
+"""What an index holds and a search reads: chunks, snapshots of an index, metadata filters, and
+a structure kept per snapshot (:class:`BuiltFor`: the FAISS, compact-scan and BM25 indexes and
+the rotated copy the search keeps)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import re
+import threading
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
 
 from qrag_integrations.core.errors import QRAGError
 from qrag_integrations.core.filters import compile_filter
+
+T = TypeVar("T")
 
 #: A metadata filter: a mapping in the language of :mod:`~qrag_integrations.core.filters`
 #: (``{"key": value}``, ``{"key": [v1, v2]}``, operator dicts, ``$and`` / ``$or`` / ``$not``) or a
@@ -100,3 +106,23 @@ def derived_chunk_ids(
         seen[base] = seen.get(base, 0) + 1
         out.append(base if seen[base] == 1 else f"{base}-{seen[base]}")
     return out
+
+
+class BuiltFor:
+    """One structure built from a tensor on first use and rebuilt when asked for another tensor
+    (thread-safe): the FAISS, compact-scan and BM25 indexes over a snapshot."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        # (weak reference to the tensor it was built from, structure): a weakref cannot be
+        # confused with a later tensor the way a reused id() could.
+        self._built: tuple[weakref.ref, Any] | None = None
+
+    def get(self, key: torch.Tensor, build: Callable[[], T]) -> T:
+        """The structure built for ``key``; ``build()`` makes it when ``key`` is new."""
+        with self._lock:
+            if self._built is not None and self._built[0]() is key:
+                return self._built[1]
+            value = build()
+            self._built = (weakref.ref(key), value)
+            return value

@@ -32,11 +32,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from qrag_integrations.core.candidates import IndexCandidates
+from qrag_integrations.core.chunks import BuiltFor
 from qrag_integrations.core.config import PositionMode
 from qrag_integrations.core.errors import QRAGError
 from qrag_integrations.core.exact_scan import ExactScorer
-from qrag_integrations.core.snapshot_cache import BuiltFor
+from qrag_integrations.core.index import IndexCandidates
 from qrag_integrations.core.step import Scored, Step, best_first
 from qrag_integrations.core.threads import faiss_threads_for, threads_for, threads_in_search
 

@@ -122,14 +122,14 @@ class QRAGConfig:
     lexical_gap: float | None = None
     """After the first ``lexical_steps``, a step still fuses BM25 when the policy is unsure there,
     its two best untaken chunks within this Q gap; BM25 then counts only chunks that name a
-    question term no pick names yet (:mod:`~qrag_integrations.core.lexical`; recommended
+    question term no pick names yet (:mod:`~qrag_integrations.core.rules`; recommended
     policy). ``None`` or 0: never."""
     lexical_weight: float | None = None
     """Fuse BM25 by score rather than rank: a fused step picks the best of Q's ``lexical_depth``
     best by ``Q + lexical_weight * BM25 / the question's best BM25`` (recommended policy;
-    :mod:`~qrag_integrations.core.lexical`). ``None`` or 0: by reciprocal rank."""
+    :mod:`~qrag_integrations.core.rules`). ``None`` or 0: by reciprocal rank."""
     supersede_margin: float | None = None
-    """A later restatement supersedes a pick (:mod:`~qrag_integrations.core.supersede`): the
+    """A later restatement supersedes a pick (:mod:`~qrag_integrations.core.rules`): the
     latest chunk of the pick's document after it whose Q-value is within this margin of the
     pick's (similar, naming the terms the pick shares with the state in its order, no restatement
     already taken between them) replaces it (recommended policy; ``SearchPolicy.of(config,

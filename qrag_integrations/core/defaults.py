@@ -6,7 +6,7 @@ from pathlib import Path
 
 from qrag_integrations.core.config import PACKAGED_MINILM, PACKAGED_PREFIX
 from qrag_integrations.core.errors import CheckpointError
-from qrag_integrations.core.options import suggestion
+from qrag_integrations.core.validation import suggestion
 
 #: The package's shipped files (``qrag_integrations/assets``).
 ASSETS = Path(__file__).resolve().parents[1] / "assets"

@@ -13,7 +13,7 @@ documents holding their picks: one block scan of the fixed layout serves the who
 question's relaid documents masked out of it, and each question scans its relaid documents alone
 at their moved positions; the two best lists merge (:func:`relaid_top_k`, where the relaid
 documents are small against the index, :meth:`IndexCandidates.shares
-<qrag_integrations.core.candidates.IndexCandidates.shares>`).
+<qrag_integrations.core.index.IndexCandidates.shares>`).
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import torch
 
-from qrag_integrations.core.candidates import IndexCandidates
 from qrag_integrations.core.config import QRAGConfig
+from qrag_integrations.core.index import IndexCandidates
 from qrag_integrations.core.model import QRAGModel
 from qrag_integrations.core.positions import positions_at, rotated_states
 from qrag_integrations.core.step import Scored, Step
@@ -269,7 +269,7 @@ class ExactScorer:
     def one_layout(self, step: Step[IndexCandidates]) -> bool:
         """Whether one pass over ``step.candidates[0]`` scores every question of a batch that
         shares it: the first step, positions that picks do not move, or a batch whose relaid
-        documents are small (:meth:`~qrag_integrations.core.candidates.IndexCandidates.shares`)."""
+        documents are small (:meth:`~qrag_integrations.core.index.IndexCandidates.shares`)."""
         return step.shared and (
             step.number == 1
             or not self.config.position_mode.moves

@@ -8,12 +8,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from qrag_integrations.core.candidates import IndexCandidates
-from qrag_integrations.core.chunks import Snapshot
+from qrag_integrations.core.chunks import BuiltFor, Snapshot
 from qrag_integrations.core.config import PositionMode
 from qrag_integrations.core.exact_scan import ExactScorer, score_at_positions
+from qrag_integrations.core.index import IndexCandidates
 from qrag_integrations.core.positions import positions_in_runs
-from qrag_integrations.core.snapshot_cache import BuiltFor
 from qrag_integrations.core.step import Scored, Step, best_first
 from qrag_integrations.core.threads import faiss_threads_for
 

@@ -1,8 +1,8 @@
 """What the multi-step search does beyond Q's arg-max: the search policy (no framework code).
 
 A :class:`SearchPolicy` holds the rules a search applies at each step: BM25 fusion of the question
-(:mod:`~qrag_integrations.core.lexical`) and the restatement rule
-(:mod:`~qrag_integrations.core.supersede`). The same policy runs on every path: an in-memory index
+(:mod:`~qrag_integrations.core.rules`) and the restatement rule
+(:mod:`~qrag_integrations.core.rules`). The same policy runs on every path: an in-memory index
 with any scan, FAISS pre-selection, and a vector store. A checkpoint recommends one (the rule
 fields of its :class:`~qrag_integrations.core.config.QRAGConfig`, :meth:`SearchPolicy.of`); how
 fast a search runs (scan, re-scoring, block size, FAISS) is

@@ -110,8 +110,8 @@ def document_relative_positions_at(
     ranks: np.ndarray,
     order: np.ndarray,
     length: np.ndarray,
-    picked_ranks: Sequence[int],
-    picked_order: Sequence[int],
+    picked_ranks: Sequence[int] | np.ndarray,
+    picked_order: Sequence[int] | np.ndarray,
     step: int,
     span: float,
 ) -> np.ndarray:
@@ -286,7 +286,7 @@ def positions_at(
 ) -> np.ndarray:
     """Positions of the chunks at ``ranks`` (document order) among ``n``, for any position mode
     (document mode: 0, since its fixed rotation is applied to the embeddings searched, see
-    :class:`~qrag_integrations.core.candidates.DocumentRotation`)."""
+    :class:`~qrag_integrations.core.index.DocumentRotation`)."""
     _needs_documents(mode)
     if mode is PositionMode.RELATIVE:
         return relative_positions_at(ranks, n, picked_ranks, step, span)
@@ -307,7 +307,7 @@ def layout_runs(
 ) -> list[tuple[int, int, int]] | None:
     """Runs of equal positions, or ``None`` when every chunk has its own (absolute mode); document
     mode is one run at 0 like none: its fixed positions are in the embeddings searched, or are the
-    candidates' own runs (:class:`~qrag_integrations.core.candidates.IndexCandidates`)."""
+    candidates' own runs (:class:`~qrag_integrations.core.index.IndexCandidates`)."""
     _needs_documents(mode)
     if mode is PositionMode.RELATIVE:
         return relative_runs(n, picked_ranks, step, span)

@@ -20,8 +20,8 @@ The search, step by step (:func:`run_search`):
 1. state: embed the state texts of the questions still searching
    (:class:`~qrag_integrations.core.step.Step`);
 2. pool: where a rule reads it, the scorer's pool (:meth:`~qrag_integrations.core.step.Scorer.pools`);
-3. rules: BM25 fusion re-orders the pool's head (:mod:`~qrag_integrations.core.lexical`), and a
-   later restatement supersedes a pick (:mod:`~qrag_integrations.core.supersede`);
+3. rules (:mod:`~qrag_integrations.core.rules`): BM25 fusion re-orders the pool's head, and a
+   later restatement supersedes a pick;
 4. pick: otherwise the scorer's arg-max; a question stops before a pick below ``stop_threshold``.
 
 The scorer is the strategy, chosen once per search, each one class in one module: exact
@@ -29,7 +29,7 @@ The scorer is the strategy, chosen once per search, each one class in one module
 (:mod:`~qrag_integrations.core.compact_scan`), FAISS pre-selection
 (:mod:`~qrag_integrations.core.faiss_preselect`), or a vector store's candidates
 (:mod:`qrag_integrations.stores.search`). The executable specification of the search is
-:mod:`~qrag_integrations.core.reference`.
+:mod:`~qrag_integrations.core.reference_search`.
 """
 
 from __future__ import annotations
@@ -40,18 +40,16 @@ from dataclasses import dataclass
 
 import torch
 
-from qrag_integrations.core.candidates import DocumentRotation, IndexCandidates
 from qrag_integrations.core.chunks import Chunk, MetadataFilter
 from qrag_integrations.core.compact_scan import EXACT, check_scan, compact_scorer
 from qrag_integrations.core.errors import QRAGError
 from qrag_integrations.core.exact_scan import ExactScorer
 from qrag_integrations.core.faiss_preselect import FaissScorer
-from qrag_integrations.core.index import ChunkIndex
-from qrag_integrations.core.lexical import Fusion, LexicalRanker, fusion_of
+from qrag_integrations.core.index import ChunkIndex, DocumentRotation, IndexCandidates
 from qrag_integrations.core.model import QRAGModel
 from qrag_integrations.core.policy import SearchPolicy
+from qrag_integrations.core.rules import POOL, Fusion, LexicalRanker, fusion_of, superseded
 from qrag_integrations.core.step import C, Scored, Scorer, Step, pool_best
-from qrag_integrations.core.supersede import POOL, superseded
 from qrag_integrations.core.threads import check_threads, search_threads
 
 
@@ -69,6 +67,99 @@ class Hit:
     """Position the chunk had when it was picked."""
 
 
+# -- the search loop ----------------------------------------------------------------------------
+def run_search(
+    model: QRAGModel,
+    policy: SearchPolicy,
+    lexical: LexicalRanker,
+    queries: Sequence[str],
+    candidates: Sequence[C],
+    k: int,
+    stop_threshold: float | None,
+    scorer: Scorer[C],
+    shared: bool,
+) -> list[list[Hit]]:
+    """Greedy search of ``queries[b]`` over ``candidates[b]`` by ``model`` and ``policy`` (BM25
+    from ``lexical``), each step's plain pick and pool from ``scorer``; ``shared`` = one candidate
+    set for all (a step with one layout is one pass for the batch)."""
+    if k < 1:
+        raise QRAGError(f"k must be >= 1, got {k}")
+    results: list[list[Hit]] = [[] for _ in queries]
+    picked: list[list[int]] = [[] for _ in queries]  # local ranks in pick order
+    active = [b for b in range(len(queries)) if candidates[b].n > 0]
+    question_row: dict[int, int] = {}
+    questions = torch.empty(0)
+    fusion = fusion_of(
+        lexical,
+        candidates,
+        queries,
+        active,
+        k,
+        policy.lexical_depth or None,
+        policy.lexical_steps,
+        policy.lexical_gap,
+        policy.lexical_weight,
+    )
+    for number in range(1, k + 1):
+        active = [b for b in active if len(picked[b]) < candidates[b].n]
+        if not active:
+            break
+        # the state: question and picks, anchored to the question, placed at the latest pick
+        texts = [
+            model.state_text(
+                queries[b], [candidates[b].chunk(r).text for r in picked[b]], picked_order=picked[b]
+            )
+            for b in active
+        ]
+        with torch.inference_mode():
+            states = model.embed_states(texts).to(torch.float32)
+            if number == 1:  # the state is the bare question: keep it for anchoring
+                questions, question_row = states, {b: i for i, b in enumerate(active)}
+            else:
+                states = model.anchor_states(states, questions[[question_row[b] for b in active]])
+                last = torch.tensor([results[b][-1].position for b in active])
+                states = model.place_states(states, last)
+        taken = [picked[b] for b in active]
+        step = Step(number, active, [candidates[b] for b in active], states, taken, shared)
+        best = _picks(step, texts, scorer, fusion, policy)
+        still = []
+        for pick, b in zip(best, active):
+            if pick is None:  # nothing left that this question may get
+                continue
+            rank, q, pos = pick
+            if stop_threshold is not None and q < stop_threshold:
+                continue
+            picked[b].append(rank)
+            cand = candidates[b]
+            results[b].append(Hit(cand.chunk(rank), number, q, cand.position(rank, pos)))
+            still.append(b)
+        active = still
+    return results
+
+
+def _picks(
+    step: Step[C],
+    texts: list[str],
+    scorer: Scorer[C],
+    fusion: Fusion | None,
+    policy: SearchPolicy,
+) -> list[Scored | None]:
+    """Each question's pick at ``step`` (``texts``: its state texts): from the candidate pool
+    (Q's best untaken) where a rule reads it, by BM25 fusion or Q's best, a later restatement
+    superseding it; else the scorer's arg-max."""
+    fusing = fusion if fusion is not None and fusion.at(step.number) else None
+    margin = policy.supersede_margin
+    depth = POOL if margin is not None else fusing.depth if fusing is not None else None
+    if depth is None:
+        return scorer.picks(step)
+    pools = scorer.pools(step, depth)
+    best = fusing.picks(step, pools) if fusing is not None else [pool_best(p) for p in pools]
+    if margin is None:
+        return best
+    return superseded(step, pools, best, texts, margin, policy.supersede_similarity)
+
+
+# -- the in-memory search ---------------------------------------------------------------------
 @dataclass
 class SearchSettings:
     """How fast the multi-step search runs (what it does is its
@@ -229,95 +320,3 @@ class MultiStepSearcher:
         if self._compact is not None and unfiltered:
             return self._compact
         return self.exact
-
-
-# -- the search loop ----------------------------------------------------------------------------
-def run_search(
-    model: QRAGModel,
-    policy: SearchPolicy,
-    lexical: LexicalRanker,
-    queries: Sequence[str],
-    candidates: Sequence[C],
-    k: int,
-    stop_threshold: float | None,
-    scorer: Scorer[C],
-    shared: bool,
-) -> list[list[Hit]]:
-    """Greedy search of ``queries[b]`` over ``candidates[b]`` by ``model`` and ``policy`` (BM25
-    from ``lexical``), each step's plain pick and pool from ``scorer``; ``shared`` = one candidate
-    set for all (a step with one layout is one pass for the batch)."""
-    if k < 1:
-        raise QRAGError(f"k must be >= 1, got {k}")
-    results: list[list[Hit]] = [[] for _ in queries]
-    picked: list[list[int]] = [[] for _ in queries]  # local ranks in pick order
-    active = [b for b in range(len(queries)) if candidates[b].n > 0]
-    question_row: dict[int, int] = {}
-    questions = torch.empty(0)
-    fusion = fusion_of(
-        lexical,
-        candidates,
-        queries,
-        active,
-        k,
-        policy.lexical_depth or None,
-        policy.lexical_steps,
-        policy.lexical_gap,
-        policy.lexical_weight,
-    )
-    for number in range(1, k + 1):
-        active = [b for b in active if len(picked[b]) < candidates[b].n]
-        if not active:
-            break
-        # the state: question and picks, anchored to the question, placed at the latest pick
-        texts = [
-            model.state_text(
-                queries[b], [candidates[b].chunk(r).text for r in picked[b]], picked_order=picked[b]
-            )
-            for b in active
-        ]
-        with torch.inference_mode():
-            states = model.embed_states(texts).to(torch.float32)
-            if number == 1:  # the state is the bare question: keep it for anchoring
-                questions, question_row = states, {b: i for i, b in enumerate(active)}
-            else:
-                states = model.anchor_states(states, questions[[question_row[b] for b in active]])
-                last = torch.tensor([results[b][-1].position for b in active])
-                states = model.place_states(states, last)
-        taken = [picked[b] for b in active]
-        step = Step(number, active, [candidates[b] for b in active], states, taken, shared)
-        best = _picks(step, texts, scorer, fusion, policy)
-        still = []
-        for pick, b in zip(best, active):
-            if pick is None:  # nothing left that this question may get
-                continue
-            rank, q, pos = pick
-            if stop_threshold is not None and q < stop_threshold:
-                continue
-            picked[b].append(rank)
-            cand = candidates[b]
-            results[b].append(Hit(cand.chunk(rank), number, q, cand.position(rank, pos)))
-            still.append(b)
-        active = still
-    return results
-
-
-def _picks(
-    step: Step[C],
-    texts: list[str],
-    scorer: Scorer[C],
-    fusion: Fusion | None,
-    policy: SearchPolicy,
-) -> list[Scored | None]:
-    """Each question's pick at ``step`` (``texts``: its state texts): from the candidate pool
-    (Q's best untaken) where a rule reads it, by BM25 fusion or Q's best, a later restatement
-    superseding it; else the scorer's arg-max."""
-    fusing = fusion if fusion is not None and fusion.at(step.number) else None
-    margin = policy.supersede_margin
-    depth = POOL if margin is not None else fusing.depth if fusing is not None else None
-    if depth is None:
-        return scorer.picks(step)
-    pools = scorer.pools(step, depth)
-    best = fusing.picks(step, pools) if fusing is not None else [pool_best(p) for p in pools]
-    if margin is None:
-        return best
-    return superseded(step, pools, best, texts, margin, policy.supersede_similarity)

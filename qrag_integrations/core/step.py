@@ -1,7 +1,7 @@
 """What the search loop, its scorer and its rules share at one step: a question's candidates
 (:class:`CandidateSet`), the step (:class:`Step`), the scorer's interface (:class:`Scorer`) and a
 scored chunk (:data:`Scored`). Each scorer is typed with the candidates it scores, so the loop
-hands it exactly those (in memory :class:`~qrag_integrations.core.candidates.IndexCandidates`, a
+hands it exactly those (in memory :class:`~qrag_integrations.core.index.IndexCandidates`, a
 store's own set in :mod:`qrag_integrations.stores.search`)."""
 
 from __future__ import annotations

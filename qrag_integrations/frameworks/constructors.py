@@ -15,9 +15,9 @@ from pydantic import ValidationError
 
 from qrag_integrations.core import validation
 from qrag_integrations.core.errors import QRAGError, UnknownOptionError
-from qrag_integrations.core.options import check_options
 from qrag_integrations.core.persistence import SETTINGS_FILE, read_retriever
 from qrag_integrations.core.threads import check_threads
+from qrag_integrations.core.validation import check_options
 from qrag_integrations.frameworks.conversion import llama_index_nodes, vector_store_documents
 
 if TYPE_CHECKING:

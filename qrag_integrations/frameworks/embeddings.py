@@ -23,7 +23,7 @@ from qrag_integrations.core.defaults import default_checkpoint
 from qrag_integrations.core.errors import QRAGError
 from qrag_integrations.core.loading import load_model
 from qrag_integrations.core.model import QRAGModel
-from qrag_integrations.core.options import check_options
+from qrag_integrations.core.validation import check_options
 from qrag_integrations.stores.rows import model_fingerprint
 
 

@@ -29,10 +29,10 @@ from qrag_integrations.core.index import ChunkIndex
 from qrag_integrations.core.index_files import INDEX_DTYPES
 from qrag_integrations.core.loading import load_model
 from qrag_integrations.core.model import QRAGModel
-from qrag_integrations.core.options import check_options
 from qrag_integrations.core.persistence import save_retriever
 from qrag_integrations.core.policy import SearchPolicy
 from qrag_integrations.core.search import Hit, SearchSettings
+from qrag_integrations.core.validation import check_options
 from qrag_integrations.frameworks.constructors import (
     RULE_FIELDS,
     SCAN_FIELDS,
@@ -45,12 +45,12 @@ from qrag_integrations.frameworks.constructors import (
 )
 from qrag_integrations.frameworks.conversion import (
     DOCUMENT_KEY,
+    as_filter,
     chunk_identities,
     chunk_to_langchain,
     document_of,
     documents_to_chunks,
 )
-from qrag_integrations.frameworks.filters import as_filter
 from qrag_integrations.frameworks.retriever_bases import LangChainFace, LlamaIndexFace
 from qrag_integrations.stores.corpus import StoreCorpus, open_store
 from qrag_integrations.stores.search import StoreStats
@@ -135,7 +135,7 @@ class QRAGRetriever(RetrieverConstructors, LangChainFace, LlamaIndexFace):
     lexical_weight: float | None = Field(default=None, ge=0)
     """Fuse BM25 by score, Q + weight * BM25 / the best BM25; None: the model's; 0: by rank."""
     supersede: bool | None = None
-    """Later restatements supersede picks (``core.supersede``); None: the model's; False: off."""
+    """Later restatements supersede picks (``core.rules``); None: the model's; False: off."""
     candidates_per_step: int = Field(default=64, ge=1)
     """Store-backed only (:meth:`from_store`): chunks asked from the store per step and re-scored
     exactly (the search is exact whenever they hold the exact arg-max)."""

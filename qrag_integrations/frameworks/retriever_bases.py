@@ -27,12 +27,11 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 from pydantic import PrivateAttr
 
 from qrag_integrations.core.errors import QRAGError
-from qrag_integrations.core.options import check_options
 from qrag_integrations.core.search import Hit
+from qrag_integrations.core.validation import check_list, check_options, check_query
+from qrag_integrations.frameworks.conversion import hit_to_langchain, hit_to_llama_index
 
 logger = logging.getLogger("qrag_integrations")
-from qrag_integrations.core.validation import check_list, check_query
-from qrag_integrations.frameworks.conversion import hit_to_langchain, hit_to_llama_index
 
 #: ``invoke`` keyword naming the prefetched results of the ``batch`` call it belongs to.
 _BATCH_KEY = "qrag_batch"

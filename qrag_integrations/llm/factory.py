@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from qrag_integrations.core.options import check_options
+from qrag_integrations.core.validation import check_options
 from qrag_integrations.llm.base import Reader
 from qrag_integrations.llm.local import TransformersReader
 from qrag_integrations.llm.openai_http import OpenAICompatibleReader

@@ -27,8 +27,8 @@ from llama_index.core.vector_stores.types import VectorStoreQuery
 from qrag_integrations.core.chunks import Chunk, mapping_filter
 from qrag_integrations.core.errors import IndexMismatchError, QRAGError
 from qrag_integrations.core.model import QRAGModel
+from qrag_integrations.frameworks.conversion import as_filter
 from qrag_integrations.frameworks.embeddings import QRAGEmbeddings
-from qrag_integrations.frameworks.filters import as_filter
 from qrag_integrations.stores.derived import Record, StoreView, derive, written_by_qrag
 from qrag_integrations.stores.rows import (
     ADOPT_HINT,

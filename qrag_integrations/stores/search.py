@@ -34,10 +34,10 @@ from qrag_integrations.core.chunks import Chunk, mapping_filter
 from qrag_integrations.core.config import PositionMode
 from qrag_integrations.core.errors import IndexMismatchError, QRAGError
 from qrag_integrations.core.exact_scan import score_at_positions
-from qrag_integrations.core.lexical import LexicalRanker
 from qrag_integrations.core.model import QRAGModel
 from qrag_integrations.core.policy import SearchPolicy
 from qrag_integrations.core.positions import document_relative_positions_at
+from qrag_integrations.core.rules import LexicalRanker
 from qrag_integrations.core.search import Hit, run_search
 from qrag_integrations.core.step import CorpusTexts, Scored, Step, best_first
 from qrag_integrations.core.threads import check_threads, search_threads
@@ -354,6 +354,16 @@ class StoreSearcher:
         self.stats = self.scorer.stats
         """Counters of the searches (:class:`StoreStats`)."""
         self._lexical = LexicalRanker()
+
+    @property
+    def candidates_per_step(self) -> int:
+        """Chunks asked from the store per step and re-scored exactly."""
+        return self.scorer.candidates_per_step
+
+    @property
+    def check_exact(self) -> bool:
+        """Whether every step also scores every matching chunk, counted in :attr:`stats`."""
+        return self.scorer.check_exact
 
     def search(
         self,

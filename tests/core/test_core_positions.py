@@ -397,8 +397,7 @@ def searched_embeddings(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """``(stored, scanned)``: the embeddings an index of chunks ``emb`` in these documents holds,
     and those its document-mode search scans."""
-    from qrag_integrations.core.candidates import DocumentRotation
-    from qrag_integrations.core.index import ChunkIndex
+    from qrag_integrations.core.index import ChunkIndex, DocumentRotation
 
     index = ChunkIndex(emb.shape[1])
     index.add([f"t{i}" for i in range(len(doc_ids))], emb, doc_ids=doc_ids)

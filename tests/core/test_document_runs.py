@@ -19,9 +19,8 @@ from search_reference import (
 )
 
 from qrag_integrations.core import positions
-from qrag_integrations.core.candidates import DocumentRotation
 from qrag_integrations.core.config import QRAGConfig
-from qrag_integrations.core.index import ChunkIndex
+from qrag_integrations.core.index import ChunkIndex, DocumentRotation
 from qrag_integrations.core.positions import fixed_runs
 from qrag_integrations.core.search import MultiStepSearcher, SearchSettings
 

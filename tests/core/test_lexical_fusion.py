@@ -11,8 +11,8 @@ from search_reference import as_tuples, assert_same, brute_force, rules, step_q_
 from qrag_integrations.core.config import QRAGConfig
 from qrag_integrations.core.errors import QRAGError
 from qrag_integrations.core.index import ChunkIndex
-from qrag_integrations.core.lexical import RRF_C
 from qrag_integrations.core.policy import SearchPolicy
+from qrag_integrations.core.rules import RRF_C
 from qrag_integrations.core.search import MultiStepSearcher, SearchSettings
 from qrag_integrations.core.stopwords import ENGLISH_STOP_WORDS
 
@@ -85,7 +85,7 @@ def reference(
             for i, r in enumerate(ranking):
                 fused[r] = fused.get(r, 0.0) + 1.0 / (RRF_C + i + 1)
         best = max(fused, key=fused.__getitem__)
-        assert best in dense  # what only BM25 ranks never outscores Q's best (lexical.py)
+        assert best in dense  # what only BM25 ranks never outscores Q's best (rules.py)
         out.append((snap.chunks[rows[best]].id, step, float(q[best]), int(pos[best])))
         picked.append(best)
     return out
@@ -314,18 +314,18 @@ def test_bm25s_is_quiet_and_its_absence_is_a_clear_error(monkeypatch: pytest.Mon
     import logging
     import sys
 
-    from qrag_integrations.core import lexical
+    from qrag_integrations.core import rules
 
-    lexical._bm25s.cache_clear()
+    rules._bm25s.cache_clear()
     logging.getLogger("bm25s").setLevel(logging.DEBUG)  # what importing bm25s does
-    lexical._bm25s()
+    rules._bm25s()
     assert logging.getLogger("bm25s").level == logging.WARNING  # no line per index built
-    lexical._bm25s.cache_clear()
+    rules._bm25s.cache_clear()
     monkeypatch.setitem(sys.modules, "bm25s", None)
     with pytest.raises(QRAGError, match=r"pip install 'qrag-integrations\[lexical\]'"):
-        lexical._bm25s()
+        rules._bm25s()
     monkeypatch.undo()
-    lexical._bm25s.cache_clear()
+    rules._bm25s.cache_clear()
 
 
 @pytest.mark.parametrize("mode", ["none", "none-anchored", "relative", "absolute"])
@@ -354,8 +354,8 @@ def test_a_batch_scans_its_fused_steps_once_with_the_same_picks(
 
 def test_a_limited_bm25_ranking_is_the_head_of_the_full_one() -> None:
     """Ties at the cut (many chunks share a word) keep the full stable sort's order."""
-    from qrag_integrations.core.candidates import IndexCandidates
-    from qrag_integrations.core.lexical import LexicalRanker
+    from qrag_integrations.core.index import IndexCandidates
+    from qrag_integrations.core.rules import LexicalRanker
 
     texts = [f"apple note {i}" for i in range(10)] + ["apple apple river", "river"] * 3
     index = ChunkIndex(4)
@@ -372,8 +372,8 @@ def test_a_limited_bm25_ranking_is_the_head_of_the_full_one() -> None:
 def test_novel_terms_leave_out_what_the_picks_name_and_stop_words() -> None:
     """A later step's filter: chunks naming a question term that is neither a stop word nor named
     by a pick, in the ranking's order; none once no such term is left."""
-    from qrag_integrations.core.candidates import IndexCandidates
-    from qrag_integrations.core.lexical import LexicalRanker
+    from qrag_integrations.core.index import IndexCandidates
+    from qrag_integrations.core.rules import LexicalRanker
 
     texts = [
         "the milk is in the office",  # 0

@@ -22,8 +22,8 @@ from qrag_integrations.core.exact_scan import ExactScorer
 from qrag_integrations.core.index import ChunkIndex
 from qrag_integrations.core.model import QRAGModel
 from qrag_integrations.core.policy import DEFAULT_MARGIN
+from qrag_integrations.core.rules import POOL
 from qrag_integrations.core.search import MultiStepSearcher, SearchSettings
-from qrag_integrations.core.supersede import POOL
 
 PEOPLE = ["mary", "john", "sandra", "daniel"]
 PLACES = ["kitchen", "garden", "office", "hallway", "bathroom"]

@@ -25,7 +25,7 @@ from retriever_corpus import BABI_QUESTIONS, BABI_TEXTS, build_retriever, chunk_
 
 from qrag_integrations import MultiStepSearcher, QRAGError, QRAGRetriever
 from qrag_integrations.core.errors import UnknownOptionError
-from qrag_integrations.core.options import check_options
+from qrag_integrations.core.validation import check_options
 from qrag_integrations.frameworks.embeddings import QRAGEmbeddings, QRAGLlamaEmbedding
 from qrag_integrations.llm.factory import build_reader
 

@@ -28,8 +28,8 @@ from retriever_corpus import BABI_QUESTIONS, BABI_TEXTS
 from qrag_integrations import MultiStepSearcher, QRAGError, QRAGRetriever, SearchSettings
 from qrag_integrations.core.config import PositionMode, QRAGConfig
 from qrag_integrations.core.model import QRAGModel
+from qrag_integrations.frameworks.conversion import from_llama_filters
 from qrag_integrations.frameworks.embeddings import QRAGEmbeddings
-from qrag_integrations.frameworks.filters import from_llama_filters
 from qrag_integrations.stores.qdrant_filters import qdrant_filter
 
 PATHS = ["memory", "faiss", "qdrant", "qdrant-count", "langchain", "llama_index"]

@@ -11,9 +11,9 @@ from collections.abc import Callable, Sequence
 import torch
 
 from qrag_integrations.core.index import ChunkIndex
-from qrag_integrations.core.lexical import bm25_index, bm25_query, rrf_scores
 from qrag_integrations.core.model import QRAGModel, eval_mode
 from qrag_integrations.core.policy import SearchPolicy
+from qrag_integrations.core.rules import bm25_index, bm25_query, rrf_scores
 from qrag_integrations.core.search import MultiStepSearcher, SearchSettings
 from qrag_training.data.episode import Episode
 from qrag_training.documents import episode_doc_ids

@@ -1,6 +1,6 @@
 """A bad ``key=value`` override on the ``qrag-train`` command line, explained: a setting the
 config does not have, or a config-group option that does not exist, gets the closest ones that do
-("did you mean", :func:`qrag_integrations.core.options.suggestion`: difflib)."""
+("did you mean", :func:`qrag_integrations.core.validation.suggestion`: difflib)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from qrag_integrations.core.options import suggestion
+from qrag_integrations.core.validation import suggestion
 
 
 def config_keys(node: Any, prefix: str = "") -> list[str]:
