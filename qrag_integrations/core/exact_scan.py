@@ -286,6 +286,18 @@ class ExactScorer:
             for cands, state, picked in zip(step.candidates, step.states, step.picked)
         ]
 
+    def pools(self, step: Step[IndexCandidates], depth: int) -> list[list[Scored]]:
+        """Q's ``depth`` best untaken ``(rank, Q, position)`` for each question's state, best
+        first: one pass for the batch where it shares one layout, else one scan each."""
+        if self.one_layout(step):
+            tops = self.top_shared(step.candidates[0], step.states, step.picked, depth)
+            if tops is not None:
+                return tops
+        return [
+            self.top(cands, state, picked, depth)
+            for cands, state, picked in zip(step.candidates, step.states, step.picked)
+        ]
+
     # -- one question -------------------------------------------------------------------------
     def best_one(self, cands: IndexCandidates, state: torch.Tensor, picked: list[int]) -> Scored:
         """Best available chunk ``(rank, Q, position)`` for one question given its picks."""
@@ -391,17 +403,4 @@ class ExactScorer:
         return [
             [(r, q, p) for q, r, p in zip(qs, ranks, positions) if q > -math.inf]
             for qs, ranks, positions in zip(top_q, top_rank, top_pos)
-        ]
-
-    # -- the pool the rules read --------------------------------------------------------------
-    def pools(self, step: Step[IndexCandidates], depth: int) -> list[list[Scored]]:
-        """Q's ``depth`` best untaken ``(rank, Q, position)`` for each question's state, best
-        first: one pass for the batch where it shares one layout, else one scan each."""
-        if self.one_layout(step):
-            tops = self.top_shared(step.candidates[0], step.states, step.picked, depth)
-            if tops is not None:
-                return tops
-        return [
-            self.top(cands, state, picked, depth)
-            for cands, state, picked in zip(step.candidates, step.states, step.picked)
         ]

@@ -392,7 +392,7 @@ class StoreSearcher:
                 k,
                 stop_threshold,
                 self.scorer,
-                False,
+                shared=False,
             )
 
     def _corpus(self, layout: StoreLayout, filter: Any) -> CorpusTexts:
