@@ -4,7 +4,7 @@ A default retriever (the default checkpoint, in memory, default options) is buil
 sample's chunks, one ``invoke()`` of its question warms it, and a second runs under
 ``sys.settrace``: every file under ``qrag_integrations/`` that a Python frame of the call runs in
 is counted (construction and the first call's one-off work are not). 23 files at commit b76462e,
-15 after issue 69's move.
+14 after issue 69's move.
 
     python -m benchmarks.invoke_files.run          # the count, then the files
 """

