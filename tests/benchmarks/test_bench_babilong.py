@@ -279,3 +279,18 @@ def test_an_unseen_noise_source_gives_the_pool(tiny_bert_dir, tmp_path, monkeypa
         assert noise and set(noise) <= set(first)
     with pytest.raises(SystemExit):
         bench_babilong.main([*argv[:-2], "--noise", "novels"])
+
+
+def test_qa2_moves_is_a_task_and_test_noise_stays_out_of_validation(tiny_bert_dir, tmp_path):
+    from benchmarks.babilong import run as bench_babilong
+
+    argv = ["--split", "val", "--tasks", "qa2-moves", "--lengths", "1000", "--n", "2"]
+    argv += ["--ruler", "", "--checkpoint", f"tiny={tiny_bert_dir}", "--baselines", "bm25"]
+    argv += ["--no-plot", "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "m.json")]
+    result = bench_babilong.main(argv)
+    [cell] = result["cells"]
+    assert cell["task"] == "qa2-moves" and cell["facts"] == 2 and cell["n"] == 2
+    with pytest.raises(SystemExit, match="unknown task.*qa9"):
+        bench_babilong.main([*argv, "--tasks", "qa2,qa9"])
+    with pytest.raises(SystemExit, match="test split"):
+        bench_babilong.main([*argv, "--noise", "wiki"])
