@@ -115,6 +115,15 @@ def cell_metrics(
     return out
 
 
+def noise_pool(noise: str, size: int, seed: int) -> NoisePool:
+    """The run's noise: ``size`` sentences of the training noise from a start chosen by ``seed``
+    (``mixed``), or the first ``size`` of a source no training run used (``UNSEEN_NOISE``)."""
+    if noise == MIXED:
+        return NoiseSource(MIXED).pool(size, seed=seed)
+    source = UNSEEN_NOISE[noise]()
+    return NoisePool(source.sentences[:size], kind=source.kind)
+
+
 def cell_episodes(
     suite: str, task: str, n: int, tokens: int, seed: int, pool: NoisePool
 ) -> list[Episode]:
@@ -277,11 +286,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
 
     longest = max([t for t in lengths if tasks] + [t for t in ruler_lengths if variants])
     size = min(tokens_to_sentences(longest), POOL_MAX)
-    if args.noise == MIXED:
-        pool = NoiseSource(MIXED).pool(size, seed=args.seed)
-    else:
-        source = UNSEEN_NOISE[args.noise]()
-        pool = NoisePool(source.sentences[:size], kind=source.kind)
+    pool = noise_pool(args.noise, size, args.seed)
     baselines = [b.strip() for b in args.baselines.split(",") if b.strip()]
     unknown = sorted(set(baselines) - set(BASELINES))
     if unknown:
