@@ -14,7 +14,8 @@ in text it never saw needs other prose, read from installed packages at run time
 - ``foldoc``: the Free On-line Dictionary of Computing and then the Jargon File, Debian's
   ``dict-foldoc`` and ``dict-jargon`` (:mod:`benchmarks.harness.dictd`), encyclopedic prose of no
   split of anything, for validation runs: about 42,000 sentences, 1M tokens without repeats.
-  Its sentences mention no bAbI name, place or object (the other sources keep such sentences).
+  Its sentences mention no bAbI name, place or object (the other sources keep such sentences;
+  ``foldoc_babi`` is the same text keeping them, a control).
 
 Every source keeps sentences of ``MIN_WORDS``-``MAX_WORDS`` words (5-60), as the training noise
 does.
@@ -22,6 +23,7 @@ does.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable, Iterable
@@ -81,29 +83,31 @@ def wiki_noise() -> NoisePool:
     return _pool((s for p in held.values() for s in p if s not in sentences), "wiki")
 
 
-def is_foldoc_sentence(sentence: str) -> bool:
+def is_foldoc_sentence(sentence: str, babi_words: bool = False) -> bool:
     """Whether a dictionary sentence is prose noise: 5-60 words, starts with a capital or a quote,
-    ends a sentence, no markup or code, and no bAbI name, place or object (digits are kept)."""
+    ends a sentence, no markup or code, and (unless ``babi_words``) no bAbI name, place or object
+    (digits are kept)."""
     return (
         MIN_WORDS <= len(sentence.split()) <= MAX_WORDS
         and sentence_ends(sentence)
         and (sentence[0].isupper() or sentence[0] in "\"'(")
         and not _MARKUP.search(sentence)
-        and not BABI_VOCAB_RE.search(sentence)
+        and (babi_words or not BABI_VOCAB_RE.search(sentence))
     )
 
 
-def foldoc_noise() -> NoisePool:
+def foldoc_noise(babi_words: bool = False) -> NoisePool:
     """Sentences of FOLDOC and then the Jargon File (Debian's dict-foldoc, dict-jargon), each
-    once, in file order."""
+    once, in file order; ``babi_words`` keeps those naming a bAbI person, place or object (the
+    ``foldoc_babi`` control: noise that says "apple" or "office" as encyclopedic text does)."""
     sentences = (
         s
         for name in FOLDOC_DICTIONARIES
         for p in dictd_paragraphs(dictd_path(name))
         for s in split_sentences(p)
-        if is_foldoc_sentence(s)
+        if is_foldoc_sentence(s, babi_words)
     )
-    return NoisePool(list(dict.fromkeys(sentences)), kind="foldoc")
+    return NoisePool(list(dict.fromkeys(sentences)), kind="foldoc_babi" if babi_words else "foldoc")
 
 
 #: Noise sources no training run used, by name.
@@ -112,6 +116,7 @@ UNSEEN_NOISE: dict[str, Callable[[], NoisePool]] = {
     "essays": essay_noise,
     "wiki": wiki_noise,
     "foldoc": foldoc_noise,
+    "foldoc_babi": functools.partial(foldoc_noise, babi_words=True),
 }
 #: Sources drawn from a test split (HotpotQA bucket 0): never in a validation run.
 TEST_ONLY_NOISE: frozenset[str] = frozenset({"wiki"})

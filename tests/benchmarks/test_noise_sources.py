@@ -103,3 +103,7 @@ def test_foldoc_noise_reads_both_dictionaries_once_without_babi_words(dictionari
         "The stack grows downwards on most machines.",
         "A hack is an appropriate application of ingenuity to a problem.",
     )
+    control = noise_sources.UNSEEN_NOISE["foldoc_babi"]()
+    assert control.kind == "foldoc_babi"
+    assert control.sentences[1] == "Mary wrote the first one in the kitchen."
+    assert len(control) == 4
