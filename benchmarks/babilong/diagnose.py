@@ -113,6 +113,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--task", choices=STORY_TASKS, default="qa2-moves")
     p.add_argument("--tokens", type=int, default=1_000_000)
     p.add_argument("--noise", choices=[MIXED, *UNSEEN_NOISE], default=MIXED)
+    p.add_argument(
+        "--pool-tokens",
+        type=int,
+        default=1_000_000,
+        help="noise pool size in tokens (the runner's is its longest length: the same episodes)",
+    )
     p.add_argument("--n", type=int, default=60)
     p.add_argument("--steps", type=int, default=6)
     p.add_argument("--checkpoint", action="append", required=True, metavar="NAME=SPEC")
@@ -127,13 +133,15 @@ def main(argv: Sequence[str] | None = None) -> dict:
     if args.noise in TEST_ONLY_NOISE:
         raise SystemExit(f"diagnose: --noise {args.noise} is drawn from a test split")
     harness.set_threads(args.threads)
-    pool = noise_pool(args.noise, min(tokens_to_sentences(args.tokens), POOL_MAX), args.seed)
+    size = tokens_to_sentences(max(args.tokens, args.pool_tokens))
+    pool = noise_pool(args.noise, min(size, POOL_MAX), args.seed)
     episodes = babilong_dataset(args.task, args.n, args.tokens, args.seed, noise=pool)
     result: dict = {
         "benchmark": "babilong-diagnose",
         "task": args.task,
         "tokens": args.tokens,
         "noise": pool.kind,
+        "pool_sentences": len(pool),
         "seed": args.seed,
         "n": len(episodes),
         "steps": args.steps,
