@@ -1,14 +1,16 @@
 """BabiLong qa1-qa5 and RULER needle-in-a-haystack from 1K to 1M tokens: Q-RAG vs baselines.
 
-Data (our own generators, nothing downloaded): seeded bAbI-style stories (qa1-qa5) and RULER-style
+Data (our own generators, nothing downloaded): seeded bAbI-style stories (qa1-qa5; ``qa2-moves``, a
+second qa2-style generator whose object holder moves before and after taking it, is a task of
+``--tasks`` too) and RULER-style
 needles (``niah_single``, ``niah_multikey``, ``niah_multivalue``) hidden among noise sentences at
 the paper's scale of 25 tokens per sentence (1K tokens = 40 sentences, 1M = 40,000). All the noise
 of a run comes from one fixed pool, ``NoiseSource("mixed").pool(size, seed)``: consecutive
 Shakespeare / KJV sentences, ``size`` = the longest haystack, at most :data:`POOL_MAX` sentences
-(1M tokens; a longer haystack repeats the pool). ``--noise squad|essays|wiki`` takes the pool
-from a source no training run used instead (its first ``size`` sentences;
+(1M tokens; a longer haystack repeats the pool). ``--noise squad|essays|wiki|foldoc`` takes the
+pool from a source no training run used instead (its first ``size`` sentences;
 :mod:`benchmarks.harness.noise_sources`; squad and essays hold fewer than 1M tokens, so long
-haystacks repeat them). Each model embeds the pool once; the embeddings
+haystacks repeat them; wiki is HotpotQA's test bucket: ``--split test`` only). Each model embeds the pool once; the embeddings
 are cached on disk (``benchmarks/.cache/``, keyed by the chunk encoder's fingerprint and the
 texts), so a sample only embeds its own story sentences. Every length asks the same questions
 (the stories depend on the seed, not on the length).
@@ -49,7 +51,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from qrag_training.data.babi_world import TASKS
-from qrag_training.data.babilong import babilong_dataset, tokens_to_sentences
+from qrag_training.data.babilong import STORY_TASKS, babilong_dataset, tokens_to_sentences
 from qrag_training.data.episode import Episode
 from qrag_training.data.noise import MIXED, NoisePool, NoiseSource
 from qrag_training.data.ruler import NIAH_MULTIKEY, NIAH_MULTIVALUE, NIAH_SINGLE, ruler_dataset
@@ -60,7 +62,7 @@ from benchmarks.babilong.report import plot, report
 from benchmarks.harness import results as harness
 from benchmarks.harness.embedding_cache import CACHE_DIR, pool_embedder
 from benchmarks.harness.model_specs import load_with_model_settings
-from benchmarks.harness.noise_sources import UNSEEN_NOISE
+from benchmarks.harness.noise_sources import TEST_ONLY_NOISE, UNSEEN_NOISE
 from qrag_integrations.core.atomic import write_json_atomic
 from qrag_integrations.core.config import PACKAGED_MINILM
 from qrag_integrations.core.loading import load_model
@@ -111,6 +113,15 @@ def cell_metrics(
             stop_metrics(picks, [r.scores for r in results], gold, t) for t in thresholds
         ]
     return out
+
+
+def noise_pool(noise: str, size: int, seed: int) -> NoisePool:
+    """The run's noise: ``size`` sentences of the training noise from a start chosen by ``seed``
+    (``mixed``), or the first ``size`` of a source no training run used (``UNSEEN_NOISE``)."""
+    if noise == MIXED:
+        return NoiseSource(MIXED).pool(size, seed=seed)
+    source = UNSEEN_NOISE[noise]()
+    return NoisePool(source.sentences[:size], kind=source.kind)
 
 
 def cell_episodes(
@@ -192,7 +203,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "(benchmarks/harness/noise_sources.py; its first sentences, in file order)",
     )
     p.add_argument(
-        "--tasks", default=",".join(TASKS), help="comma-separated bAbI tasks ('' for none)"
+        "--tasks",
+        default=",".join(TASKS),
+        help=f"comma-separated story tasks of {', '.join(STORY_TASKS)} ('' for none)",
     )
     p.add_argument(
         "--lengths", help="comma-separated haystack lengths in tokens (default: the mode's)"
@@ -250,7 +263,17 @@ def main(argv: Sequence[str] | None = None) -> dict:
         _ints(args.lengths, mode["lengths"]),
         _ints(args.ruler_lengths, mode["ruler_lengths"]),
     )
-    tasks = [t for t in args.tasks.split(",") if t.strip()]
+    tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
+    if unknown_tasks := sorted(set(tasks) - set(STORY_TASKS)):
+        raise SystemExit(
+            f"bench_babilong: unknown task(s) {', '.join(unknown_tasks)}; "
+            f"choose from {', '.join(STORY_TASKS)}"
+        )
+    if args.noise in TEST_ONLY_NOISE and args.split != "test":
+        raise SystemExit(
+            f"bench_babilong: --noise {args.noise} is drawn from a test split; "
+            "it is for --split test runs only"
+        )
     variants = [v for v in args.ruler.split(",") if v.strip()]
     n, n_large, ruler_n = (
         args.n or mode["n"],
@@ -263,11 +286,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
 
     longest = max([t for t in lengths if tasks] + [t for t in ruler_lengths if variants])
     size = min(tokens_to_sentences(longest), POOL_MAX)
-    if args.noise == MIXED:
-        pool = NoiseSource(MIXED).pool(size, seed=args.seed)
-    else:
-        source = UNSEEN_NOISE[args.noise]()
-        pool = NoisePool(source.sentences[:size], kind=source.kind)
+    pool = noise_pool(args.noise, size, args.seed)
     baselines = [b.strip() for b in args.baselines.split(",") if b.strip()]
     unknown = sorted(set(baselines) - set(BASELINES))
     if unknown:

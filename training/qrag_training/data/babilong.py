@@ -5,6 +5,9 @@ tokens), i.e. :data:`TOKENS_PER_SENTENCE` = 25 tokens per sentence, so an episod
 ``target_tokens`` has ``max(len(story), round(target_tokens / 25))`` chunks of one sentence
 each. The story sentences (supporting facts and the other, distracting, facts) keep their
 order and go to uniformly random positions; the rest are consecutive noise sentences.
+
+The stories are bAbI's qa1-qa5 (:mod:`qrag_training.data.babi`) or ``qa2-moves``
+(:mod:`qrag_training.data.babi_moves`: the object's holder moves before and after taking it).
 """
 
 from __future__ import annotations
@@ -14,11 +17,30 @@ from collections.abc import Sequence
 from itertools import zip_longest
 
 from qrag_training.data.babi import BabiSample, generate_babi
+from qrag_training.data.babi_moves import MOVES_TASK, generate_moves
+from qrag_training.data.babi_world import TASKS
 from qrag_training.data.episode import Episode
 from qrag_training.data.noise import MIXED, NoisePool, NoiseSource
 
 TOKENS_PER_SENTENCE = 25
 SOURCE_NAME = "babilong"
+#: Every story task a BabiLong episode can hold.
+STORY_TASKS: tuple[str, ...] = (*TASKS, MOVES_TASK)
+
+
+def generate_stories(
+    task: str, n: int, seed: int, story_len: tuple[int, int] | None = None
+) -> list[BabiSample]:
+    """``n`` stories of one of :data:`STORY_TASKS` (``generate_babi`` or ``generate_moves``).
+
+    Raises:
+        ValueError: For an unknown task or a bad story length.
+    """
+    if task == MOVES_TASK:
+        return generate_moves(n, seed, story_len)
+    if task not in TASKS:
+        raise ValueError(f"unknown story task {task!r}; valid tasks: {', '.join(STORY_TASKS)}")
+    return generate_babi(task, n, seed, story_len)
 
 
 def tokens_to_sentences(tokens: int) -> int:
@@ -101,7 +123,7 @@ def babilong_dataset(
     """Generate BabiLong-style episodes.
 
     Args:
-        task: bAbI task, "qa1".."qa5"; several tasks ("qa1,qa2,qa3" or a list) mix them:
+        task: Story task, "qa1".."qa5" or "qa2-moves"; several tasks ("qa1,qa2,qa3" or a list) mix them:
             ``n`` is shared out evenly (the first tasks get one more when it does not divide)
             and the episodes are interleaved task by task; a task named twice gets twice the
             share (distinct samples, not copies).
@@ -111,7 +133,7 @@ def babilong_dataset(
             ``i mod len(list)``.
         seed: Random seed; the same arguments always give the same episodes.
         noise_kind: "shakespeare", "bible" or "mixed".
-        story_len: (min, max) story sentences, default per task (see ``generate_babi``).
+        story_len: (min, max) story sentences, default per task (see ``generate_stories``).
         noise: Where the noise comes from instead of ``NoiseSource(noise_kind, seed)``, e.g. a
             fixed :class:`~qrag_training.data.noise.NoisePool` embedded once (the same stories;
             their positions differ, since the pool draws from the same generator).
@@ -136,7 +158,7 @@ def babilong_dataset(
     streams = {
         name: iter(
             enumerate(
-                generate_babi(
+                generate_stories(
                     name, sum(c for t, c in zip(tasks, counts) if t == name), seed, story_len
                 )
             )

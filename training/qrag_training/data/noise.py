@@ -105,11 +105,16 @@ def is_clean_sentence(
     n = len(sentence.split())
     return (
         min_words <= n <= max_words
-        and bool(_SENTENCE_END.search(sentence))
+        and sentence_ends(sentence)
         and (sentence[0].isupper() or sentence[0] in "\"'(")
         and not _NOT_PROSE.search(sentence)
         and not BABI_VOCAB_RE.search(sentence)
     )
+
+
+def sentence_ends(sentence: str) -> bool:
+    """Whether ``sentence`` ends with ".", "!" or "?" (a closing quote or bracket may follow)."""
+    return bool(_SENTENCE_END.search(sentence))
 
 
 def strip_gutenberg(text: str) -> str:
