@@ -378,3 +378,9 @@ def test_the_card_notes_hold_the_tables_and_go_to_the_exporter(tmp_path: Path, c
         general_card.main(["tables", "--val", str(tmp_path / "missing.json")])
     general_card.main(["limits", str(val), "default"])  # no --out, no --card: standard output
     assert capsys.readouterr().out.startswith(general_card.HEADING + "\n\nPaired on the same")
+
+
+def test_noise_from_a_test_split_is_refused_outside_test_runs(capsys) -> None:
+    with pytest.raises(SystemExit):
+        bench_general.main(["--cells", "babilong-wiki-4000", "--split", "val"])
+    assert "drawn from a test split" in capsys.readouterr().err
