@@ -32,18 +32,17 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-from qrag_training.baselines import greedy_retrieve
 from qrag_training.data.babi_world import MOVE, parse_fact
 from qrag_training.data.babilong import STORY_TASKS, babilong_dataset, tokens_to_sentences
 from qrag_training.data.episode import Episode
 from qrag_training.data.noise import MIXED
 
-from benchmarks.babilong.cells import BATCH_CHUNKS, POOL_MAX
+from benchmarks.babilong.cells import POOL_MAX, Method
 from benchmarks.babilong.run import noise_pool
 from benchmarks.harness import results as harness
 from benchmarks.harness.embedding_cache import CACHE_DIR, pool_embedder
 from benchmarks.harness.model_specs import load_with_model_settings
-from benchmarks.harness.noise_sources import TEST_ONLY_NOISE, UNSEEN_NOISE
+from benchmarks.harness.noise_sources import UNSEEN_NOISE, noise_split_refusal
 from qrag_integrations.core.atomic import write_json_atomic
 from qrag_integrations.core.config import PositionMode, QRAGConfig
 from qrag_integrations.core.positions import layout_positions, relative_positions_at
@@ -130,8 +129,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> dict:
     args = parse_args(argv)
-    if args.noise in TEST_ONLY_NOISE:
-        raise SystemExit(f"diagnose: --noise {args.noise} is drawn from a test split")
+    if refusal := noise_split_refusal([args.noise], "val"):  # a diagnosis runs on validation seeds
+        raise SystemExit(f"diagnose: {refusal}")
     harness.set_threads(args.threads)
     size = tokens_to_sentences(max(args.tokens, args.pool_tokens))
     pool = noise_pool(args.noise, min(size, POOL_MAX), args.seed)
@@ -149,12 +148,11 @@ def main(argv: Sequence[str] | None = None) -> dict:
         "code": harness.code_version(),
         "methods": {},
     }
-    batch = max(1, min(16, BATCH_CHUNKS // max(len(e.chunks) for e in episodes)))
     for name, spec in (c.split("=", 1) for c in args.checkpoint):
         model = load_with_model_settings(spec)
         embed, _ = pool_embedder(model, pool.sentences, args.cache_dir)
         started = time.perf_counter()
-        found = greedy_retrieve(model, episodes, args.steps, batch_size=batch, embed=embed)
+        found = Method(name, "multi-step", model=model, embed=embed).retrieve(episodes, args.steps)
         samples = []
         for e, r in zip(episodes, found):
             gold = set(e.support)

@@ -62,7 +62,7 @@ from benchmarks.babilong.report import plot, report
 from benchmarks.harness import results as harness
 from benchmarks.harness.embedding_cache import CACHE_DIR, pool_embedder
 from benchmarks.harness.model_specs import load_with_model_settings
-from benchmarks.harness.noise_sources import TEST_ONLY_NOISE, UNSEEN_NOISE
+from benchmarks.harness.noise_sources import UNSEEN_NOISE, noise_split_refusal
 from qrag_integrations.core.atomic import write_json_atomic
 from qrag_integrations.core.config import PACKAGED_MINILM
 from qrag_integrations.core.loading import load_model
@@ -269,11 +269,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
             f"bench_babilong: unknown task(s) {', '.join(unknown_tasks)}; "
             f"choose from {', '.join(STORY_TASKS)}"
         )
-    if args.noise in TEST_ONLY_NOISE and args.split != "test":
-        raise SystemExit(
-            f"bench_babilong: --noise {args.noise} is drawn from a test split; "
-            "it is for --split test runs only"
-        )
+    if refusal := noise_split_refusal([args.noise], args.split):
+        raise SystemExit(f"bench_babilong: {refusal}")
     variants = [v for v in args.ruler.split(",") if v.strip()]
     n, n_large, ruler_n = (
         args.n or mode["n"],

@@ -57,7 +57,7 @@ from benchmarks.general.report import plot
 from benchmarks.general.techdocs import load_techdocs
 from benchmarks.harness import results as harness
 from benchmarks.harness.model_specs import checkpoint_of, load_with_settings
-from benchmarks.harness.noise_sources import TEST_ONLY_NOISE, UNSEEN_NOISE
+from benchmarks.harness.noise_sources import UNSEEN_NOISE, noise_split_refusal
 from benchmarks.harness.squad_articles import article_range
 from qrag_integrations.core.config import PACKAGED_MINILM
 from qrag_integrations.core.model import QRAGModel
@@ -270,13 +270,9 @@ def main(argv: Sequence[str] | None = None) -> dict:
     args = p.parse_args(argv)
     if args.split == "test" and args.seed is None:
         p.error("--split test needs an explicit --seed that no earlier run has used")
-    test_only = [
-        c
-        for c in args.cells.split(",")
-        if c.startswith("babilong-") and c.split("-")[1] in TEST_ONLY_NOISE
-    ]
-    if test_only and args.split != "test":
-        p.error(f"{', '.join(test_only)}: this noise is drawn from a test split; --split test only")
+    noises = [c.split("-")[1] for c in args.cells.split(",") if c.startswith("babilong-")]
+    if refusal := noise_split_refusal(noises, args.split):
+        p.error(refusal)
     seed = VAL_SEED if args.seed is None else args.seed
     harness.set_threads(args.threads)
     specs = {"untrained": args.base, **dict(m.split("=", 1) for m in args.model)}

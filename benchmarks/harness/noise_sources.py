@@ -120,3 +120,12 @@ UNSEEN_NOISE: dict[str, Callable[[], NoisePool]] = {
 }
 #: Sources drawn from a test split (HotpotQA bucket 0): never in a validation run.
 TEST_ONLY_NOISE: frozenset[str] = frozenset({"wiki"})
+
+
+def noise_split_refusal(noises: Iterable[str], split: str) -> str | None:
+    """Why a run on ``split`` may not use these noise sources (some are drawn from a test
+    split), or ``None`` when it may."""
+    drawn = sorted(set(noises) & TEST_ONLY_NOISE)
+    if not drawn or split == "test":
+        return None
+    return f"noise {', '.join(drawn)} is drawn from a test split; it is for --split test runs only"
